@@ -1,0 +1,64 @@
+// feedplane's configuration: one TOML file, every option with a documented default.
+// Loaded once at start-up into a plain struct that is then passed by const reference
+// (no global mutable configuration).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace feedplane::dataplane {
+
+struct server_config {
+  std::string listen = "127.0.0.1:8080";
+  uint32_t shards = 0;  // 0 = one per online core
+  std::string data_dir = "./feedplane-data";
+  uint32_t max_request_line = 8 * 1024;
+  uint32_t max_header_bytes = 32 * 1024;
+  uint32_t max_headers = 100;
+  uint32_t max_body = 1024 * 1024;
+  uint32_t header_timeout_ms = 10'000;
+  uint32_t idle_timeout_ms = 60'000;
+  bool gzip = true;
+};
+
+struct client_config {
+  uint32_t connect_timeout_ms = 5'000;
+  uint32_t total_timeout_ms = 5'000;
+  uint64_t max_body = 8 * 1024 * 1024;
+  uint32_t max_redirects = 5;
+  uint32_t per_host_connections = 2;
+  std::string user_agent = "feedplane/0.1 (+https://github.com/feedplane)";
+  std::string ca_file;  // empty = the system CA store
+};
+
+struct reflector_config {
+  uint32_t k = 10;
+};
+
+struct config {
+  server_config server;
+  client_config client;
+  reflector_config reflector;
+};
+
+// One documented option, for `feedplane config` and for error messages.
+struct option_doc {
+  std::string_view key;      // "server.listen"
+  std::string default_text;  // TOML literal of the default
+  std::string_view doc;
+};
+
+// All options with their defaults and one-line docs, in file order.
+std::vector<option_doc> option_docs();
+
+// Loads a TOML document into `out` (which holds defaults or earlier values).
+// Returns an empty string on success, else a message naming the file, line and key.
+std::string load_config_text(std::string_view toml_text, std::string_view source_name, config& out);
+std::string load_config_file(const std::string& path, config& out);
+
+// Renders `c` as a commented TOML document that load_config_text accepts.
+std::string render_config(const config& c);
+
+}  // namespace feedplane::dataplane

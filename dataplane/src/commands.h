@@ -1,0 +1,12 @@
+// Subcommands of the `feedplane` binary. Each lives in its own cmd_*.cc and registers
+// itself on the CLI11 app; the callback stores the exit code in *rc. Option storage is
+// held by shared_ptr captured in the callback (the app owns both).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace feedplane::dataplane {
+
+void add_config_command(CLI::App& app, int* rc);
+
+}  // namespace feedplane::dataplane

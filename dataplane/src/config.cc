@@ -1,0 +1,205 @@
+#include "feedplane/dataplane/config.h"
+
+#include <fmt/format.h>
+
+#include <toml++/toml.h>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <sstream>
+
+namespace feedplane::dataplane {
+namespace {
+
+// Table of options: key, doc, how to read it from a TOML node, how to print it.
+struct option {
+  std::string_view key;
+  std::string_view doc;
+  // Returns "" or an error describing why the value is bad.
+  std::function<std::string(const toml::node&, config&)> read;
+  std::function<std::string(const config&)> print;
+};
+
+template <class Section, class T>
+option uint_option(std::string_view key, Section config::*sec, T Section::*field, uint64_t lo,
+                   uint64_t hi, std::string_view doc) {
+  return option{key, doc,
+                [=](const toml::node& n, config& c) -> std::string {
+                  auto v = n.value<int64_t>();
+                  if (!n.is_integer() || !v) return "expected an integer";
+                  if (*v < 0 || static_cast<uint64_t>(*v) < lo || static_cast<uint64_t>(*v) > hi)
+                    return fmt::format("must be between {} and {}", lo, hi);
+                  (c.*sec).*field = static_cast<T>(*v);
+                  return {};
+                },
+                [=](const config& c) { return fmt::format("{}", (c.*sec).*field); }};
+}
+
+template <class Section>
+option string_option(std::string_view key, Section config::*sec, std::string Section::*field,
+                     std::function<std::string(const std::string&)> check, std::string_view doc) {
+  return option{key, doc,
+                [=](const toml::node& n, config& c) -> std::string {
+                  if (!n.is_string()) return "expected a string";
+                  std::string v = *n.value<std::string>();
+                  if (check) {
+                    if (auto e = check(v); !e.empty()) return e;
+                  }
+                  (c.*sec).*field = std::move(v);
+                  return {};
+                },
+                [=](const config& c) {
+                  std::ostringstream os;
+                  os << toml::value<std::string>((c.*sec).*field);
+                  return os.str();
+                }};
+}
+
+template <class Section>
+option bool_option(std::string_view key, Section config::*sec, bool Section::*field,
+                   std::string_view doc) {
+  return option{key, doc,
+                [=](const toml::node& n, config& c) -> std::string {
+                  if (!n.is_boolean()) return "expected true or false";
+                  (c.*sec).*field = *n.value<bool>();
+                  return {};
+                },
+                [=](const config& c) { return std::string((c.*sec).*field ? "true" : "false"); }};
+}
+
+std::string check_listen(const std::string& v) {
+  // ADDR:PORT, with [v6]:PORT for IPv6.
+  auto colon = v.rfind(':');
+  if (colon == std::string::npos || colon == 0) return "expected ADDR:PORT";
+  std::string_view port(v.data() + colon + 1, v.size() - colon - 1);
+  if (port.empty() || port.size() > 5) return "port must be 0..65535";
+  unsigned p = 0;
+  for (char ch : port) {
+    if (ch < '0' || ch > '9') return "port must be a number";
+    p = p * 10 + static_cast<unsigned>(ch - '0');
+  }
+  if (p > 65535) return "port must be 0..65535";
+  return {};
+}
+
+std::string check_nonempty(const std::string& v) { return v.empty() ? "must not be empty" : ""; }
+
+const std::vector<option>& options() {
+  using S = server_config;
+  using C = client_config;
+  using R = reflector_config;
+  constexpr uint64_t u32 = std::numeric_limits<uint32_t>::max();
+  static const std::vector<option> all = {
+      string_option("server.listen", &config::server, &S::listen, check_listen,
+                    "address and port the HTTP server listens on ([v6]:port for IPv6)"),
+      uint_option("server.shards", &config::server, &S::shards, 0, 1024,
+                  "shard threads, one per core; 0 = one per online core"),
+      string_option("server.data_dir", &config::server, &S::data_dir, check_nonempty,
+                    "directory for the store (created if missing)"),
+      uint_option("server.max_request_line", &config::server, &S::max_request_line, 64, u32,
+                  "longest request line in bytes; longer gets 414"),
+      uint_option("server.max_header_bytes", &config::server, &S::max_header_bytes, 256, u32,
+                  "largest request header block in bytes; larger gets 431"),
+      uint_option("server.max_headers", &config::server, &S::max_headers, 1, 10000,
+                  "most request header fields; more gets 431"),
+      uint_option("server.max_body", &config::server, &S::max_body, 0, u32,
+                  "largest request body in bytes; larger gets 413"),
+      uint_option("server.header_timeout_ms", &config::server, &S::header_timeout_ms, 1, u32,
+                  "time a client has to send a whole request head; then 408 and close"),
+      uint_option("server.idle_timeout_ms", &config::server, &S::idle_timeout_ms, 1, u32,
+                  "idle keep-alive connections are closed after this long"),
+      bool_option("server.gzip", &config::server, &S::gzip,
+                  "gzip responses for clients that send Accept-Encoding: gzip"),
+      uint_option("client.connect_timeout_ms", &config::client, &C::connect_timeout_ms, 1, u32,
+                  "crawler connect timeout (DNS + TCP + TLS handshake)"),
+      uint_option("client.total_timeout_ms", &config::client, &C::total_timeout_ms, 1, u32,
+                  "crawler whole-response timeout, as in Cobra"),
+      uint_option("client.max_body", &config::client, &C::max_body, 1024, uint64_t{1} << 34,
+                  "largest decoded feed body in bytes; larger aborts the fetch"),
+      uint_option("client.max_redirects", &config::client, &C::max_redirects, 0, 20,
+                  "redirects followed per fetch"),
+      uint_option("client.per_host_connections", &config::client, &C::per_host_connections, 1, 64,
+                  "keep-alive connections per host (politeness cap)"),
+      string_option("client.user_agent", &config::client, &C::user_agent, check_nonempty,
+                    "User-Agent sent by the crawler"),
+      string_option("client.ca_file", &config::client, &C::ca_file, nullptr,
+                    "PEM CA bundle for HTTPS; empty = the system CA store"),
+      uint_option("reflector.k", &config::reflector, &R::k, 1, 10000,
+                  "matches kept and served per subscription"),
+  };
+  return all;
+}
+
+}  // namespace
+
+std::vector<option_doc> option_docs() {
+  config defaults;
+  std::vector<option_doc> out;
+  for (const auto& o : options()) out.push_back({o.key, o.print(defaults), o.doc});
+  return out;
+}
+
+std::string load_config_text(std::string_view text, std::string_view source_name, config& out) {
+  toml::table root;
+  try {
+    root = toml::parse(text, source_name);
+  } catch (const toml::parse_error& e) {
+    const auto& b = e.source().begin;
+    return fmt::format("{}:{}:{}: {}", source_name, b.line, b.column, e.description());
+  }
+  config next = out;
+  std::string err;
+  // Every key in the file must be a known option: a typo is an error, not a silent default.
+  root.for_each([&](const toml::key& section_key, const toml::node& section) {
+    if (!err.empty()) return;
+    auto line = section_key.source().begin.line;
+    const auto* tbl = section.as_table();
+    if (!tbl) {
+      err = fmt::format("{}:{}: unknown key '{}' (options live in sections such as [server])",
+                        source_name, line, section_key.str());
+      return;
+    }
+    tbl->for_each([&](const toml::key& k, const toml::node& v) {
+      if (!err.empty()) return;
+      std::string full = fmt::format("{}.{}", section_key.str(), k.str());
+      for (const auto& o : options()) {
+        if (o.key == full) {
+          if (auto e = o.read(v, next); !e.empty())
+            err = fmt::format("{}:{}: bad value for '{}': {}", source_name, k.source().begin.line,
+                              full, e);
+          return;
+        }
+      }
+      err = fmt::format("{}:{}: unknown key '{}'", source_name, k.source().begin.line, full);
+    });
+  });
+  if (!err.empty()) return err;
+  out = std::move(next);
+  return {};
+}
+
+std::string load_config_file(const std::string& path, config& out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return fmt::format("{}: cannot open config file", path);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return load_config_text(ss.str(), path, out);
+}
+
+std::string render_config(const config& c) {
+  std::string out =
+      "# feedplane configuration. Every key is optional; shown values are in effect.\n";
+  std::string_view section;
+  for (const auto& o : options()) {
+    auto dot = o.key.find('.');
+    std::string_view sec = o.key.substr(0, dot);
+    if (sec != section) {
+      out += fmt::format("\n[{}]\n", sec);
+      section = sec;
+    }
+    out += fmt::format("# {}\n{} = {}\n", o.doc, o.key.substr(dot + 1), o.print(c));
+  }
+  return out;
+}
+
+}  // namespace feedplane::dataplane

@@ -1,0 +1,19 @@
+#include <cstdio>
+
+#include "commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "feedplane: crawls RSS/Atom/JSON feeds, matches every new article against keyword "
+      "subscriptions, and serves each subscription's matches as a private feed."};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "feedplane 0.1");
+  int rc = 0;
+  feedplane::dataplane::add_config_command(app, &rc);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  return rc;
+}
