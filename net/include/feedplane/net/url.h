@@ -1,0 +1,38 @@
+// Absolute http/https URLs: parsing, RFC 3986 reference resolution (for redirects),
+// and the pieces an HTTP/1.1 request needs (Host header, request target).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace feedplane::net {
+
+struct url {
+  bool https = false;
+  std::string host;    // lower-case; an IPv6 literal without brackets
+  uint16_t port = 0;   // explicit or the scheme's default
+  std::string target;  // path and query, always starting with '/'; the fragment is dropped
+  bool ipv6_literal = false;
+
+  std::string_view scheme() const { return https ? "https" : "http"; }
+  bool default_port() const { return port == (https ? 443 : 80); }
+  // "host", "host:8080" or "[::1]:8080": the Host header value and the key for reuse.
+  std::string authority() const;
+  // The canonical absolute form: scheme://authority/target.
+  std::string str() const;
+  friend bool operator==(const url&, const url&) = default;
+};
+
+// Parses an absolute http or https URL. Scheme and host are case-insensitive and are
+// lower-cased; bytes that may not appear raw in a request target (controls, space,
+// non-ASCII) are percent-encoded. Userinfo is dropped. Returns false for anything else
+// (other schemes set *unsupported_scheme when given).
+bool parse_url(std::string_view text, url& out, bool* unsupported_scheme = nullptr);
+
+// Resolves `ref` (absolute, scheme-relative, absolute-path, or relative, as in a Location
+// header) against `base` per RFC 3986 section 5.2, removing dot segments.
+bool resolve_url(const url& base, std::string_view ref, url& out,
+                 bool* unsupported_scheme = nullptr);
+
+}  // namespace feedplane::net
