@@ -37,7 +37,8 @@ option uint_option(std::string_view key, Section config::*sec, T Section::*field
 
 template <class Section>
 option string_option(std::string_view key, Section config::*sec, std::string Section::*field,
-                     std::function<std::string(const std::string&)> check, std::string_view doc) {
+                     const std::function<std::string(const std::string&)>& check,
+                     std::string_view doc) {
   return option{key, doc,
                 [=](const toml::node& n, config& c) -> std::string {
                   if (!n.is_string()) return "expected a string";

@@ -1,8 +1,11 @@
 #include <cstdio>
+#include <exception>
 
 #include "commands.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+int run(int argc, char** argv) {
   CLI::App app{
       "feedplane: crawls RSS/Atom/JSON feeds, matches every new article against keyword "
       "subscriptions, and serves each subscription's matches as a private feed."};
@@ -16,4 +19,18 @@ int main(int argc, char** argv) {
     return app.exit(e);
   }
   return rc;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    // Start-up code may throw (allocation, library set-up); say what and exit non-zero.
+    std::fprintf(stderr, "feedplane: %s\n", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "feedplane: unknown exception\n");
+  }
+  return 1;
 }

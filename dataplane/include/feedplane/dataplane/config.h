@@ -26,7 +26,7 @@ struct server_config {
 struct client_config {
   uint32_t connect_timeout_ms = 5'000;
   uint32_t total_timeout_ms = 5'000;
-  uint64_t max_body = 8 * 1024 * 1024;
+  uint64_t max_body = uint64_t{8} << 20;
   uint32_t max_redirects = 5;
   uint32_t per_host_connections = 2;
   std::string user_agent = "feedplane/0.1 (+https://github.com/feedplane)";
