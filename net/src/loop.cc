@@ -1,0 +1,527 @@
+#include "feedplane/net/loop.h"
+
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace feedplane::net {
+
+namespace {
+
+// user_data layout: kind (8 bits) | generation (24 bits) | slot index (32 bits).
+enum kind : uint64_t {
+  k_user = 1,      // an op in the slab
+  k_wake = 2,      // MSG_RING arrival from another loop
+  k_eventfd = 3,   // our eventfd read completed
+  k_msg_send = 4,  // a failed MSG_RING we sent (success CQEs are skipped); low bits: target eventfd
+  k_ignore = 5,    // cancel requests and other fire-and-forget SQEs
+};
+constexpr uint64_t pack(uint64_t k, uint32_t gen, uint32_t index) {
+  return (k << 56) | (uint64_t(gen & 0xffffffu) << 32) | index;
+}
+
+struct opcode_name {
+  int op;
+  const char* name;
+};
+constexpr opcode_name required_ops[] = {
+    {IORING_OP_ACCEPT, "IORING_OP_ACCEPT"},
+    {IORING_OP_CONNECT, "IORING_OP_CONNECT"},
+    {IORING_OP_SEND, "IORING_OP_SEND"},
+    {IORING_OP_SENDMSG, "IORING_OP_SENDMSG"},
+    {IORING_OP_RECV, "IORING_OP_RECV"},
+    {IORING_OP_READ, "IORING_OP_READ"},
+    {IORING_OP_ASYNC_CANCEL, "IORING_OP_ASYNC_CANCEL"},
+    {IORING_OP_POLL_ADD, "IORING_OP_POLL_ADD"},
+};
+
+}  // namespace
+
+std::string check_required_opcodes(const io_uring_probe* probe) {
+  if (probe == nullptr) return "io_uring opcode probe failed (IORING_REGISTER_PROBE)";
+  for (const auto& o : required_ops) {
+    if (!io_uring_opcode_supported(probe, o.op)) {
+      return std::string("io_uring opcode ") + o.name + " is not supported by this kernel";
+    }
+  }
+  return {};
+}
+
+timer::~timer() {
+  if (armed() && owner_ != nullptr) owner_->disarm(*this);
+}
+
+std::unique_ptr<loop> loop::create(const loop_options& opt, std::string* error) {
+  std::unique_ptr<loop> l(new loop());
+  if (l->init(opt, error) != 0) return nullptr;
+  return l;
+}
+
+int loop::init(const loop_options& opt, std::string* error) {
+  io_uring_params p{};
+  p.flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_SUBMIT_ALL;
+  int r = io_uring_queue_init_params(opt.ring_entries, &ring_, &p);
+  if (r < 0) {
+    *error = std::string("io_uring_setup(SINGLE_ISSUER|DEFER_TASKRUN) failed: ") + strerror(-r);
+    return r;
+  }
+  ring_ok_ = true;
+  if (!(p.features & IORING_FEAT_EXT_ARG)) {
+    *error = "io_uring feature IORING_FEAT_EXT_ARG (timed waits) is not supported by this kernel";
+    return -EOPNOTSUPP;
+  }
+  io_uring_probe* probe = io_uring_get_probe_ring(&ring_);
+  *error = check_required_opcodes(probe);
+  has_msg_ring_ = probe != nullptr && io_uring_opcode_supported(probe, IORING_OP_MSG_RING);
+  if (probe != nullptr) io_uring_free_probe(probe);
+  if (!error->empty()) return -EOPNOTSUPP;
+
+  // Provided buffer ring, group 0. Buffers are mmap'd so untouched ones cost no RSS.
+  buf_count_ = 1;
+  while (buf_count_ < opt.buffer_count && buf_count_ < 32768) buf_count_ <<= 1;
+  buf_size_ = opt.buffer_size;
+  buf_ring_bytes_ = sizeof(io_uring_buf) * buf_count_;
+  void* ringmem =
+      mmap(nullptr, buf_ring_bytes_, PROT_READ | PROT_WRITE, MAP_ANONYMOUS | MAP_PRIVATE, -1, 0);
+  buf_bytes_ = size_t(buf_count_) * buf_size_;
+  void* bufmem =
+      mmap(nullptr, buf_bytes_, PROT_READ | PROT_WRITE, MAP_ANONYMOUS | MAP_PRIVATE, -1, 0);
+  if (ringmem == MAP_FAILED || bufmem == MAP_FAILED) {
+    if (ringmem != MAP_FAILED) munmap(ringmem, buf_ring_bytes_);
+    if (bufmem != MAP_FAILED) munmap(bufmem, buf_bytes_);
+    *error = "cannot map provided buffers";
+    return -ENOMEM;
+  }
+  buf_ring_ = static_cast<io_uring_buf_ring*>(ringmem);
+  buf_base_ = static_cast<std::byte*>(bufmem);
+  io_uring_buf_reg reg{};
+  reg.ring_addr = reinterpret_cast<uint64_t>(buf_ring_);
+  reg.ring_entries = buf_count_;
+  reg.bgid = 0;
+  r = io_uring_register_buf_ring(&ring_, &reg, 0);
+  if (r < 0) {
+    *error = std::string("io_uring provided buffer ring registration failed: ") + strerror(-r);
+    return r;
+  }
+  io_uring_buf_ring_init(buf_ring_);
+  const int mask = io_uring_buf_ring_mask(buf_count_);
+  for (uint32_t i = 0; i < buf_count_; ++i) {
+    io_uring_buf_ring_add(buf_ring_, buf_base_ + size_t(i) * buf_size_, buf_size_, uint16_t(i),
+                          mask, int(i));
+  }
+  io_uring_buf_ring_advance(buf_ring_, int(buf_count_));
+
+  max_ops_ = opt.max_ops == 0 ? 1 : opt.max_ops;
+
+  // A blocking eventfd: io_uring polls it, so the read completes when it is written.
+  event_fd_ = eventfd(0, EFD_CLOEXEC);
+  if (event_fd_ < 0) {
+    *error = std::string("eventfd failed: ") + strerror(errno);
+    return -errno;
+  }
+  arm_eventfd_read();
+
+  wheel_ = std::make_unique<timer[]>(wheel_slots);
+  for (uint32_t i = 0; i < wheel_slots; ++i) wheel_[i].next_ = wheel_[i].prev_ = &wheel_[i];
+  last_tick_ = refresh_now();
+  return 0;
+}
+
+loop::~loop() {
+  if (ring_ok_) io_uring_queue_exit(&ring_);  // cancels whatever is still in flight
+  if (buf_ring_ != nullptr) munmap(buf_ring_, buf_ring_bytes_);
+  if (buf_base_ != nullptr) munmap(buf_base_, buf_bytes_);
+  if (event_fd_ >= 0) close(event_fd_);
+  if (wheel_) {
+    // Timers still armed belong to callers; detach them so their destructors do nothing.
+    for (uint32_t i = 0; i < wheel_slots; ++i) {
+      timer* s = &wheel_[i];
+      for (timer* t = s->next_; t != s;) {
+        timer* n = t->next_;
+        t->next_ = t->prev_ = nullptr;
+        t->owner_ = nullptr;
+        t = n;
+      }
+      s->next_ = s->prev_ = nullptr;
+    }
+  }
+}
+
+uint64_t loop::refresh_now() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  now_ms_ = uint64_t(ts.tv_sec) * 1000 + uint64_t(ts.tv_nsec) / 1'000'000;
+  return now_ms_;
+}
+
+io_uring_sqe* loop::get_sqe() {
+  io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+  if (sqe == nullptr) {
+    // SQ full: hand what we have to the kernel now (no wait) and take a fresh entry.
+    int n = io_uring_submit(&ring_);
+    if (n > 0) stats_.submitted += uint64_t(n);
+    sqe = io_uring_get_sqe(&ring_);
+  }
+  return sqe;
+}
+
+uint64_t loop::alloc_slot(const handler& h) {
+  if (free_head_ == UINT32_MAX) {
+    if (slots_total_ >= max_ops_) return 0;
+    // Growth happens a chunk at a time and chunks are never freed: steady state allocates
+    // nothing.
+    const uint32_t base = slots_total_;
+    const uint32_t n = 1u << chunk_bits;
+    chunks_.push_back(std::make_unique<slot[]>(n));
+    slot* c = chunks_.back().get();
+    const uint32_t usable = std::min(n, max_ops_ - base);
+    for (uint32_t i = 0; i < usable; ++i) {
+      c[i].next_free = i + 1 < usable ? base + i + 1 : UINT32_MAX;
+    }
+    free_head_ = base;
+    slots_total_ = base + usable;
+  }
+  const uint32_t idx = free_head_;
+  slot& s = slot_at(idx);
+  free_head_ = s.next_free;
+  s.h = h;
+  ++ops_in_flight_;
+  return pack(k_user, s.gen, idx);
+}
+
+template <class Prep>
+op_id loop::start(const handler& h, Prep&& prep) {
+  const uint64_t ud = alloc_slot(h);
+  if (ud == 0) return op_id{};
+  io_uring_sqe* sqe = get_sqe();
+  if (sqe == nullptr) {
+    free_slot(uint32_t(ud));
+    return op_id{};
+  }
+  prep(sqe);
+  io_uring_sqe_set_data64(sqe, ud);
+  return op_id{ud};
+}
+
+op_id loop::accept_multishot(int listen_fd, handler h) {
+  return start(h, [&](io_uring_sqe* q) {
+    io_uring_prep_multishot_accept(q, listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
+  });
+}
+
+op_id loop::connect(int fd, const sockaddr* addr, socklen_t len, handler h) {
+  return start(h, [&](io_uring_sqe* q) { io_uring_prep_connect(q, fd, addr, len); });
+}
+
+op_id loop::send(int fd, const void* buf, size_t len, handler h, int flags) {
+  return start(h,
+               [&](io_uring_sqe* q) { io_uring_prep_send(q, fd, buf, len, flags | MSG_NOSIGNAL); });
+}
+
+op_id loop::sendmsg(int fd, const msghdr* msg, handler h, int flags) {
+  return start(h, [&](io_uring_sqe* q) {
+    io_uring_prep_sendmsg(q, fd, msg, unsigned(flags | MSG_NOSIGNAL));
+  });
+}
+
+op_id loop::recv(int fd, void* buf, size_t len, handler h) {
+  return start(h, [&](io_uring_sqe* q) { io_uring_prep_recv(q, fd, buf, len, 0); });
+}
+
+op_id loop::recv_provided(int fd, handler h) {
+  return start(h, [&](io_uring_sqe* q) {
+    {
+      io_uring_prep_recv(q, fd, nullptr, buf_size_, 0);
+      q->flags |= IOSQE_BUFFER_SELECT;
+      q->buf_group = 0;
+    };
+  });
+}
+
+op_id loop::recv_multishot(int fd, handler h) {
+  return start(h, [&](io_uring_sqe* q) {
+    {
+      io_uring_prep_recv_multishot(q, fd, nullptr, 0, 0);
+      q->flags |= IOSQE_BUFFER_SELECT;
+      q->buf_group = 0;
+    };
+  });
+}
+
+op_id loop::poll_add(int fd, uint32_t poll_mask, handler h) {
+  return start(h, [&](io_uring_sqe* q) { io_uring_prep_poll_add(q, fd, poll_mask); });
+}
+
+void loop::free_slot(uint32_t idx) {
+  slot& s = slot_at(idx);
+  ++s.gen;  // a late CQE or cancel carrying the old generation no longer matches
+  s.h = {};
+  s.next_free = free_head_;
+  free_head_ = idx;
+  --ops_in_flight_;
+}
+
+void loop::cancel(op_id op) {
+  if (!op.valid()) return;
+  io_uring_sqe* sqe = get_sqe();
+  if (sqe == nullptr) return;
+  io_uring_prep_cancel64(sqe, op.value, 0);
+  io_uring_sqe_set_data64(sqe, pack(k_ignore, 0, 0));
+}
+
+void loop::cancel_fd(int fd) {
+  io_uring_sqe* sqe = get_sqe();
+  if (sqe == nullptr) return;
+  io_uring_prep_cancel_fd(sqe, fd, IORING_ASYNC_CANCEL_ALL);
+  io_uring_sqe_set_data64(sqe, pack(k_ignore, 0, 0));
+}
+
+void loop::arm_eventfd_read() {
+  io_uring_sqe* sqe = get_sqe();
+  if (sqe == nullptr) return;  // retried at the end of the next turn
+  io_uring_prep_read(sqe, event_fd_, &event_value_, sizeof(event_value_), 0);
+  io_uring_sqe_set_data64(sqe, pack(k_eventfd, 0, 0));
+  eventfd_armed_ = true;
+}
+
+void loop::wake(loop& target) {
+  if (has_msg_ring_ && target.has_msg_ring_) {
+    io_uring_sqe* sqe = get_sqe();
+    if (sqe != nullptr) {
+      // Posts a CQE with user_data k_wake on the target ring; sent with this turn's submit.
+      io_uring_prep_msg_ring(sqe, target.ring_fd(), 0, pack(k_wake, 0, 0), 0);
+      sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
+      io_uring_sqe_set_data64(sqe, pack(k_msg_send, 0, uint32_t(target.event_fd_)));
+      return;
+    }
+  }
+  target.wake_from_any_thread();
+}
+
+void loop::wake_from_any_thread() {
+  uint64_t one = 1;
+  // eventfd writes of 8 bytes cannot be short; EAGAIN (counter saturated) still wakes.
+  [[maybe_unused]] ssize_t n = write(event_fd_, &one, sizeof(one));
+}
+
+void loop::request_stop() {
+  // Release pairs with the acquire load in run(): the loop sees the flag after the
+  // eventfd read completes.
+  stopping_.store(true, std::memory_order_release);
+  wake_from_any_thread();
+}
+
+void loop::recycle_buffer(uint16_t bid) {
+  io_uring_buf_ring_add(buf_ring_, buf_base_ + size_t(bid) * buf_size_, buf_size_, bid,
+                        io_uring_buf_ring_mask(buf_count_), buf_recycled_++);
+}
+
+void loop::dispatch(uint64_t ud, int32_t res, uint32_t flags) {
+  const uint64_t k = ud >> 56;
+  const bool has_buf = (flags & IORING_CQE_F_BUFFER) != 0;
+  const uint16_t bid = uint16_t(flags >> IORING_CQE_BUFFER_SHIFT);
+  switch (k) {
+    case k_user: {
+      const uint32_t idx = uint32_t(ud);
+      const uint32_t gen = uint32_t(ud >> 32) & 0xffffffu;
+      if (idx >= slots_total_ || (slot_at(idx).gen & 0xffffffu) != gen) {
+        ++stats_.stale;
+        if (has_buf) recycle_buffer(bid);
+        return;
+      }
+      slot& s = slot_at(idx);
+      const handler h = s.h;
+      if (!(flags & IORING_CQE_F_MORE)) free_slot(idx);
+      completion c;
+      c.res = res;
+      c.flags = flags;
+      c.tag = h.tag;
+      if (has_buf) {
+        c.data = {buf_base_ + size_t(bid) * buf_size_, res > 0 ? size_t(res) : 0};
+      } else if (res == -ENOBUFS) {
+        ++stats_.enobufs;
+      }
+      if (h.fn != nullptr) h.fn(h.ctx, c);
+      if (has_buf) recycle_buffer(bid);
+      return;
+    }
+    case k_wake:
+      ++stats_.wakes;
+      if (wake_fn_ != nullptr) wake_fn_(wake_ctx_);
+      return;
+    case k_eventfd:
+      eventfd_armed_ = false;
+      if (!stopping_.load(std::memory_order_acquire)) {
+        ++stats_.wakes;
+        if (wake_fn_ != nullptr) wake_fn_(wake_ctx_);
+        arm_eventfd_read();
+      }
+      return;
+    case k_msg_send: {
+      // MSG_RING failed (e.g. target CQ overflow): fall back to the target's eventfd.
+      uint64_t one = 1;
+      [[maybe_unused]] ssize_t n = write(int(uint32_t(ud)), &one, sizeof(one));
+      return;
+    }
+    default:
+      if (has_buf) recycle_buffer(bid);
+      return;
+  }
+}
+
+void loop::unlink(timer& t) {
+  t.prev_->next_ = t.next_;
+  t.next_->prev_ = t.prev_;
+  t.next_ = t.prev_ = nullptr;
+  t.owner_ = nullptr;
+  --timers_armed_;
+}
+
+void loop::arm(timer& t, uint64_t delay_ms) {
+  if (t.armed()) unlink(t);
+  uint64_t d = refresh_now() + delay_ms;
+  if (d <= last_tick_) d = last_tick_ + 1;  // ticks <= last_tick_ are never revisited
+  t.deadline_ = d;
+  timer* s = &wheel_[d & (wheel_slots - 1)];
+  t.next_ = s->next_;
+  t.prev_ = s;
+  s->next_->prev_ = &t;
+  s->next_ = &t;
+  t.owner_ = this;
+  ++timers_armed_;
+  if (d < next_hint_) next_hint_ = d;
+}
+
+void loop::disarm(timer& t) {
+  if (t.armed()) unlink(t);
+}
+
+void loop::expire_timers() {
+  const uint64_t now = now_ms_;
+  if (now <= last_tick_) return;
+  if (timers_armed_ == 0) {
+    last_tick_ = now;
+    return;
+  }
+  timer due;  // local sentinel (owner_ null): collect first, fire after, so callbacks may
+              // arm or disarm any timer, including ones still in `due`.
+  due.next_ = due.prev_ = &due;
+  uint64_t from = last_tick_ + 1;
+  if (now - from >= wheel_slots) from = now - wheel_slots + 1;
+  for (uint64_t tick = from; tick <= now; ++tick) {
+    timer* s = &wheel_[tick & (wheel_slots - 1)];
+    for (timer* t = s->next_; t != s;) {
+      timer* n = t->next_;
+      if (t->deadline_ <= now) {
+        t->prev_->next_ = t->next_;
+        t->next_->prev_ = t->prev_;
+        t->next_ = due.next_;
+        t->prev_ = &due;
+        due.next_->prev_ = t;
+        due.next_ = t;
+      }
+      t = n;
+    }
+  }
+  last_tick_ = now;
+  if (next_hint_ <= now) next_hint_ = UINT64_MAX;
+  while (due.next_ != &due) {
+    timer* t = due.next_;
+    unlink(*t);
+    if (t->fn_ != nullptr) t->fn_(t->ctx_);
+  }
+  due.next_ = due.prev_ = nullptr;
+}
+
+int64_t loop::next_timer_wait_ms() {
+  if (timers_armed_ == 0) return -1;
+  if (next_hint_ == UINT64_MAX || next_hint_ <= last_tick_) {
+    next_hint_ = UINT64_MAX;
+    // The first non-empty slot after last_tick_ bounds the earliest deadline from below,
+    // so waking then is never late (at worst early for a timer a revolution away).
+    for (uint64_t tick = last_tick_ + 1; tick <= last_tick_ + wheel_slots; ++tick) {
+      const timer* s = &wheel_[tick & (wheel_slots - 1)];
+      if (s->next_ != s) {
+        next_hint_ = tick;
+        break;
+      }
+    }
+    if (next_hint_ == UINT64_MAX) return -1;
+  }
+  return next_hint_ > now_ms_ ? int64_t(next_hint_ - now_ms_) : 0;
+}
+
+int loop::run_once(bool wait) {
+  refresh_now();
+  expire_timers();
+  if (!eventfd_armed_ && !stopping()) arm_eventfd_read();
+  if (buf_recycled_ > 0) {
+    io_uring_buf_ring_advance(buf_ring_, buf_recycled_);
+    buf_recycled_ = 0;
+  }
+  const unsigned pending = io_uring_sq_ready(&ring_);
+  int r;
+  if (wait && !stopping()) {
+    const int64_t w = next_timer_wait_ms();
+    io_uring_cqe* cqe = nullptr;
+    if (w < 0) {
+      r = io_uring_submit_and_wait(&ring_, 1);
+    } else {
+      __kernel_timespec ts{};
+      ts.tv_sec = w / 1000;
+      ts.tv_nsec = (w % 1000) * 1'000'000;
+      r = io_uring_submit_and_wait_timeout(&ring_, &cqe, 1, &ts, nullptr);
+    }
+    ++stats_.waits;
+  } else {
+    r = io_uring_submit(&ring_);
+    if (r >= 0) r = io_uring_get_events(&ring_);  // DEFER_TASKRUN: run deferred completions
+  }
+  if (r < 0 && r != -ETIME && r != -EINTR && r != -EAGAIN && r != -EBUSY) return r;
+  stats_.submitted += pending - io_uring_sq_ready(&ring_);
+
+  int handled = 0;
+  // Reap in batches: copy a batch out, release the CQ slots at once, then dispatch, so
+  // handlers can submit freely and the kernel never waits on CQ space we hold.
+  constexpr unsigned batch = 64;
+  io_uring_cqe* cqes[batch];
+  struct item {
+    uint64_t ud;
+    int32_t res;
+    uint32_t flags;
+  } items[batch];
+  for (;;) {
+    const unsigned n = io_uring_peek_batch_cqe(&ring_, cqes, batch);
+    if (n == 0) break;
+    for (unsigned i = 0; i < n; ++i) {
+      items[i] = {cqes[i]->user_data, cqes[i]->res, cqes[i]->flags};
+    }
+    io_uring_cq_advance(&ring_, n);
+    for (unsigned i = 0; i < n; ++i) dispatch(items[i].ud, items[i].res, items[i].flags);
+    handled += int(n);
+    if (buf_recycled_ > 0) {
+      io_uring_buf_ring_advance(buf_ring_, buf_recycled_);
+      buf_recycled_ = 0;
+    }
+  }
+  stats_.completions += uint64_t(handled);
+  refresh_now();
+  expire_timers();
+  return handled;
+}
+
+int loop::run() {
+  while (!stopping_.load(std::memory_order_acquire)) {
+    const int r = run_once(true);
+    if (r < 0) return r;
+  }
+  // Hand the kernel anything queued by the last turn (e.g. final sends) without waiting.
+  io_uring_submit(&ring_);
+  return 0;
+}
+
+}  // namespace feedplane::net
