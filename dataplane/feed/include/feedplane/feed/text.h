@@ -1,0 +1,48 @@
+// Small text utilities of feed ingestion: dates, URL resolution, entity decoding.
+// All are allocation-free except where they append to a caller's string, and never throw.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace feedplane::feed {
+
+// Parses an RFC 822/1123, RFC 3339/ISO 8601 or common broken feed date into seconds since
+// the epoch (UTC). Returns false (and leaves *out alone) when the text is not a date it can
+// read with certainty: unknown words, out-of-range fields or trailing garbage all fail.
+bool parse_date(std::string_view text, int64_t* out);
+
+// Writes t as RFC 3339 UTC ("2004-01-01T19:48:21Z") into buf (>= 32 bytes); returns length.
+int format_rfc3339(int64_t t, char* buf);
+
+// Appends to out the reference `ref` resolved against the absolute URL `base` (RFC 3986
+// section 5.2, dot segments removed). An absolute ref or an empty/relative base appends ref
+// unchanged.
+void resolve_url(std::string_view base, std::string_view ref, std::string& out);
+
+// True when s starts with a URI scheme ("http:", "mailto:", "at:"...).
+bool has_scheme(std::string_view s);
+
+// Counters a decoder bumps for each repair it makes (see model.h `recovery`).
+struct decode_stats {
+  uint32_t flags = 0;
+  uint32_t events = 0;
+};
+
+// Appends in to out with XML character references, the five XML entities and HTML named
+// entities decoded. '&' that starts no complete reference (no ';') stays literal: the
+// legacy HTML no-semicolon forms are not decoded, so URL queries like "?a=1&copy=2" survive.
+void decode_entities(std::string_view in, std::string& out, decode_stats& stats);
+
+// Appends the UTF-8 encoding of code point cp (invalid ones become U+FFFD).
+void append_utf8(uint32_t cp, std::string& out);
+
+// Decodes base64 (whitespace ignored) appending to out; false on malformed input.
+bool decode_base64(std::string_view in, std::string& out);
+
+// Removes leading and trailing ASCII whitespace from s in place.
+void trim(std::string& s);
+std::string_view trim_view(std::string_view s);
+
+}  // namespace feedplane::feed

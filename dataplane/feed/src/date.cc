@@ -1,0 +1,324 @@
+// Feed dates: RFC 822 (RSS), RFC 3339 (Atom, JSON Feed) and the broken forms publishers
+// actually send. The rule is "absent, never wrong": anything not understood fails.
+#include <cstdio>
+#include <cstring>
+
+#include "feedplane/feed/text.h"
+
+namespace feedplane::feed {
+namespace {
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; }
+
+bool ieq(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (lower(a[i]) != lower(b[i])) return false;
+  return true;
+}
+
+// Days since 1970-01-01 of a proleptic Gregorian date (era-based civil calendar arithmetic).
+int64_t days_from_civil(int64_t y, unsigned m, unsigned d) {
+  y -= m <= 2;
+  const int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const auto yoe = static_cast<unsigned>(y - era * 400);
+  const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + static_cast<int64_t>(doe) - 719468;
+}
+
+bool leap(int y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
+int days_in_month(int y, int m) {
+  static constexpr int d[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  return m == 2 && leap(y) ? 29 : d[m - 1];
+}
+
+struct fields {
+  int year = -1, month = -1, day = -1, hour = 0, minute = 0, second = 0;
+  int offset = 0;  // seconds east of UTC
+};
+
+bool to_epoch(fields f, int64_t* out) {
+  if (f.year < 0 || f.month < 1 || f.month > 12 || f.day < 1) return false;
+  if (f.year < 100) f.year += f.year < 50 ? 2000 : 1900;  // RFC 2822 section 4.3
+  if (f.year < 1000 || f.year > 9999) return false;
+  if (f.day > days_in_month(f.year, f.month)) return false;
+  if (f.hour == 24 && f.minute == 0 && f.second == 0) {
+    // "24:00" is the end of the day; keep it, it is unambiguous.
+  } else if (f.hour > 23) {
+    return false;
+  }
+  if (f.minute > 59 || f.second > 60) return false;
+  if (f.second == 60) f.second = 59;  // leap second: stay inside the same minute
+  *out = days_from_civil(f.year, static_cast<unsigned>(f.month), static_cast<unsigned>(f.day)) *
+             86400 +
+         f.hour * 3600 + f.minute * 60 + f.second - f.offset;
+  return true;
+}
+
+int month_from_name(std::string_view w) {
+  static constexpr const char* names[] = {"jan", "feb", "mar", "apr", "may", "jun",
+                                          "jul", "aug", "sep", "oct", "nov", "dec"};
+  static constexpr const char* full[] = {"january",   "february", "march",    "april",
+                                         "may",       "june",     "july",     "august",
+                                         "september", "october",  "november", "december"};
+  for (int i = 0; i < 12; ++i) {
+    if (ieq(w, names[i]) || ieq(w, full[i])) return i + 1;
+  }
+  if (ieq(w, "sept")) return 9;
+  return 0;
+}
+
+bool is_day_name(std::string_view w) {
+  static constexpr const char* names[] = {"mon", "tue", "wed", "thu", "fri", "sat", "sun"};
+  static constexpr const char* full[] = {"monday", "tuesday",  "wednesday", "thursday",
+                                         "friday", "saturday", "sunday"};
+  for (int i = 0; i < 7; ++i)
+    if (ieq(w, names[i]) || ieq(w, full[i])) return true;
+  return ieq(w, "tues") || ieq(w, "thur") || ieq(w, "thurs") || ieq(w, "weds");
+}
+
+// Zone abbreviations seen in feeds (RFC 822's plus common ones); *off in seconds.
+bool zone_from_name(std::string_view w, int* off) {
+  struct zone {
+    const char* name;
+    int hours_x100;
+  };
+  static constexpr zone zones[] = {
+      {"ut", 0},      {"utc", 0},     {"gmt", 0},     {"z", 0},      {"est", -500},  {"edt", -400},
+      {"cst", -600},  {"cdt", -500},  {"mst", -700},  {"mdt", -600}, {"pst", -800},  {"pdt", -700},
+      {"akst", -900}, {"akdt", -800}, {"hst", -1000}, {"bst", 100},  {"ist", 530},   {"cet", 100},
+      {"cest", 200},  {"met", 100},   {"mest", 200},  {"eet", 200},  {"eest", 300},  {"wet", 0},
+      {"west", 100},  {"msk", 300},   {"jst", 900},   {"kst", 900},  {"hkt", 800},   {"sgt", 800},
+      {"aest", 1000}, {"aedt", 1100}, {"acst", 930},  {"awst", 800}, {"nzst", 1200}, {"nzdt", 1300},
+  };
+  for (const auto& z : zones) {
+    if (ieq(w, z.name)) {
+      *off = (z.hours_x100 / 100) * 3600 + (z.hours_x100 % 100) * 60;
+      return true;
+    }
+  }
+  return false;
+}
+
+// Reads up to max digits at s[*i]; returns count read (value in *v).
+int read_num(std::string_view s, size_t* i, int max, int* v) {
+  int n = 0, val = 0;
+  while (*i < s.size() && is_digit(s[*i]) && n < max) {
+    val = val * 10 + (s[*i] - '0');
+    ++*i;
+    ++n;
+  }
+  *v = val;
+  return n;
+}
+
+// "+hh:mm", "+hhmm", "+hh" at s[*i] (sign already checked).
+bool read_offset(std::string_view s, size_t* i, int* off) {
+  const int sign = s[*i] == '-' ? -1 : 1;
+  ++*i;
+  int hh = 0, mm = 0;
+  const int n = read_num(s, i, 4, &hh);
+  if (n == 4) {
+    mm = hh % 100;
+    hh /= 100;
+  } else if (n == 1 || n == 2) {
+    if (*i < s.size() && s[*i] == ':') {
+      ++*i;
+      if (read_num(s, i, 2, &mm) != 2) return false;
+    }
+  } else {
+    return false;
+  }
+  if (hh > 14 || mm > 59) return false;
+  *off = sign * (hh * 3600 + mm * 60);
+  return true;
+}
+
+// RFC 3339 / ISO 8601: YYYY-MM-DD[(T| )hh:mm[:ss[.frac]]][Z|+hh:mm|+hhmm| UTC].
+bool parse_iso(std::string_view s, int64_t* out) {
+  fields f;
+  size_t i = 0;
+  if (read_num(s, &i, 4, &f.year) != 4 || i >= s.size() || s[i] != '-') return false;
+  ++i;
+  if (read_num(s, &i, 2, &f.month) < 1) return false;
+  if (i < s.size() && s[i] == '-') {
+    ++i;
+    if (read_num(s, &i, 2, &f.day) < 1) return false;
+  } else {
+    f.day = 1;  // "2004-01": a month; start of it
+  }
+  if (i < s.size() && (s[i] == 'T' || s[i] == 't' || s[i] == ' ')) {
+    ++i;
+    if (read_num(s, &i, 2, &f.hour) != 2 || i >= s.size() || s[i] != ':') return false;
+    ++i;
+    if (read_num(s, &i, 2, &f.minute) != 2) return false;
+    if (i < s.size() && s[i] == ':') {
+      ++i;
+      if (read_num(s, &i, 2, &f.second) != 2) return false;
+      if (i < s.size() && (s[i] == '.' || s[i] == ',')) {
+        ++i;
+        int frac = 0;
+        if (read_num(s, &i, 9, &frac) < 1) return false;
+        while (i < s.size() && is_digit(s[i])) ++i;  // beyond nanoseconds: ignored
+      }
+    }
+    while (i < s.size() && s[i] == ' ') ++i;
+    if (i < s.size()) {
+      if (s[i] == 'Z' || s[i] == 'z') {
+        ++i;
+      } else if (s[i] == '+' || s[i] == '-') {
+        if (!read_offset(s, &i, &f.offset)) return false;
+      } else {
+        size_t j = i;
+        while (j < s.size() && is_alpha(s[j])) ++j;
+        if (!zone_from_name(s.substr(i, j - i), &f.offset)) return false;
+        i = j;
+      }
+    }
+  }
+  if (i != s.size()) return false;
+  return to_epoch(f, out);
+}
+
+// RFC 822 and relatives, read as a bag of tokens: day names skipped, one month name, one
+// time, numbers placed by size, one zone. "Thu, 01 Jan 2004 19:48:21 GMT", "1 Jan 04 19:48
+// +0100", "Sun Jan 4 16:29:06 PST 2004", "January 4, 2004 4:29 PM".
+bool parse_tokens(std::string_view s, int64_t* out) {
+  fields f;
+  bool have_time = false, have_zone = false;
+  int pm = -1;  // -1 none, 0 am, 1 pm
+  int numbers[3];
+  int num_digits[3];
+  int n_numbers = 0;
+  size_t i = 0;
+  while (i < s.size()) {
+    const char c = s[i];
+    if (c == ' ' || c == ',' || c == '\t' || c == '.' || c == '\n' || c == '\r') {
+      ++i;
+    } else if (is_digit(c)) {
+      size_t j = i;
+      int v = 0;
+      const int n = read_num(s, &j, 8, &v);
+      if (j < s.size() && s[j] == ':') {
+        if (have_time || n > 2) return false;
+        f.hour = v;
+        ++j;
+        if (read_num(s, &j, 2, &f.minute) != 2) return false;
+        if (j < s.size() && s[j] == ':') {
+          ++j;
+          if (read_num(s, &j, 2, &f.second) != 2) return false;
+          if (j < s.size() && s[j] == '.') {  // fractional seconds
+            ++j;
+            while (j < s.size() && is_digit(s[j])) ++j;
+          }
+        }
+        have_time = true;
+      } else {
+        if (n_numbers == 3 || n > 4) return false;
+        numbers[n_numbers] = v;
+        num_digits[n_numbers++] = n;
+        // "1st", "2nd", "3rd", "4th"
+        if (j + 1 < s.size() && is_alpha(s[j]) && is_alpha(s[j + 1]) &&
+            (j + 2 >= s.size() || !is_alpha(s[j + 2]))) {
+          const std::string_view sfx = s.substr(j, 2);
+          if (ieq(sfx, "st") || ieq(sfx, "nd") || ieq(sfx, "rd") || ieq(sfx, "th")) j += 2;
+        }
+      }
+      i = j;
+    } else if ((c == '+' || c == '-') && have_time && !have_zone) {
+      if (!read_offset(s, &i, &f.offset)) return false;
+      have_zone = true;
+    } else if (is_alpha(c)) {
+      size_t j = i;
+      while (j < s.size() && is_alpha(s[j])) ++j;
+      const std::string_view w = s.substr(i, j - i);
+      int m = 0, off = 0;
+      if ((m = month_from_name(w)) != 0) {
+        if (f.month != -1) return false;
+        f.month = m;
+      } else if (is_day_name(w)) {
+      } else if (ieq(w, "am") || ieq(w, "pm")) {
+        pm = ieq(w, "pm") ? 1 : 0;
+      } else if (!have_zone && zone_from_name(w, &off)) {
+        f.offset = off;
+        have_zone = true;
+        // "GMT+0100", "UTC-5"
+        if (j < s.size() && (s[j] == '+' || s[j] == '-')) {
+          i = j;
+          if (!read_offset(s, &i, &off)) return false;
+          f.offset += off;
+          continue;
+        }
+      } else {
+        return false;
+      }
+      i = j;
+    } else {
+      return false;
+    }
+  }
+  if (f.month == -1 || n_numbers < 2) return false;
+  // Place the numbers: a 4-digit one is the year; the other is the day. With two short
+  // numbers (day, 2-digit year) RFC 822 order is day first.
+  int year_idx = -1;
+  for (int k = 0; k < n_numbers; ++k)
+    if (num_digits[k] >= 3) {
+      if (year_idx != -1) return false;
+      year_idx = k;
+    }
+  if (year_idx == -1) {
+    if (n_numbers != 2) return false;
+    year_idx = 1;
+  }
+  int day_count = 0;
+  for (int k = 0; k < n_numbers; ++k) {
+    if (k == year_idx) continue;
+    if (num_digits[k] > 2) return false;
+    f.day = numbers[k];
+    ++day_count;
+  }
+  if (day_count != 1) return false;
+  f.year = numbers[year_idx];
+  if (num_digits[year_idx] == 3) return false;
+  if (pm != -1) {
+    if (!have_time || f.hour < 1 || f.hour > 12) return false;
+    if (pm == 1 && f.hour != 12) f.hour += 12;
+    if (pm == 0 && f.hour == 12) f.hour = 0;
+  }
+  return to_epoch(f, out);
+}
+
+}  // namespace
+
+bool parse_date(std::string_view text, int64_t* out) {
+  const std::string_view s = trim_view(text);
+  if (s.empty() || s.size() > 64) return false;
+  if (s.size() >= 5 && is_digit(s[0]) && is_digit(s[1]) && is_digit(s[2]) && is_digit(s[3]) &&
+      s[4] == '-')
+    return parse_iso(s, out);
+  return parse_tokens(s, out);
+}
+
+int format_rfc3339(int64_t t, char* buf) {
+  int64_t days = t >= 0 ? t / 86400 : -((-t + 86399) / 86400);
+  int64_t secs = t - days * 86400;
+  // civil_from_days: the inverse of days_from_civil.
+  days += 719468;
+  const int64_t era = (days >= 0 ? days : days - 146096) / 146097;
+  const auto doe = static_cast<unsigned>(days - era * 146097);
+  const unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  int64_t y = static_cast<int64_t>(yoe) + era * 400;
+  const unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  const unsigned mp = (5 * doy + 2) / 153;
+  const unsigned d = doy - (153 * mp + 2) / 5 + 1;
+  const unsigned m = mp < 10 ? mp + 3 : mp - 9;
+  y += m <= 2;
+  return std::snprintf(buf, 32, "%04lld-%02u-%02uT%02d:%02d:%02dZ", static_cast<long long>(y), m, d,
+                       static_cast<int>(secs / 3600), static_cast<int>(secs / 60 % 60),
+                       static_cast<int>(secs % 60));
+}
+
+}  // namespace feedplane::feed

@@ -1,0 +1,292 @@
+// Bytes as servers send them -> UTF-8: BOM, HTTP charset, XML declaration, iconv.
+#include <cerrno>
+#include <cstring>
+
+#include <simdjson.h>
+
+#include "internal.h"
+
+namespace feedplane::feed::detail {
+namespace {
+
+bool simdjson_validate(std::string_view s) { return simdjson::validate_utf8(s.data(), s.size()); }
+
+char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; }
+
+bool ieq(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (lower(a[i]) != lower(b[i])) return false;
+  return true;
+}
+
+size_t ifind(std::string_view hay, std::string_view needle) {
+  if (needle.size() > hay.size()) return std::string_view::npos;
+  for (size_t i = 0; i + needle.size() <= hay.size(); ++i)
+    if (ieq(hay.substr(i, needle.size()), needle)) return i;
+  return std::string_view::npos;
+}
+
+// The charset parameter of a Content-Type ("text/xml; charset=ISO-8859-1").
+std::string_view http_charset(std::string_view ct) {
+  const size_t p = ifind(ct, "charset=");
+  if (p == std::string_view::npos) return {};
+  std::string_view v = ct.substr(p + 8);
+  if (!v.empty() && (v[0] == '"' || v[0] == '\'')) {
+    const char q = v[0];
+    v.remove_prefix(1);
+    v = v.substr(0, v.find(q));
+  }
+  const size_t end = v.find_first_of("; \t");
+  return trim_view(v.substr(0, end));
+}
+
+// The encoding pseudo-attribute of a leading XML declaration.
+std::string_view xml_decl_encoding(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size() && i < 64 && (s[i] == ' ' || s[i] == '\n' || s[i] == '\r' || s[i] == '\t'))
+    ++i;
+  s.remove_prefix(i);
+  if (!s.starts_with("<?xml")) return {};
+  const size_t end = s.find("?>");
+  if (end == std::string_view::npos || end > 512) return {};
+  s = s.substr(0, end);
+  const size_t e = s.find("encoding");
+  if (e == std::string_view::npos) return {};
+  s.remove_prefix(e + 8);
+  while (!s.empty() && (s[0] == ' ' || s[0] == '=')) s.remove_prefix(1);
+  if (s.empty() || (s[0] != '"' && s[0] != '\'')) return {};
+  const char q = s[0];
+  s.remove_prefix(1);
+  return s.substr(0, s.find(q));
+}
+
+bool is_utf8_name(std::string_view e) {
+  return ieq(e, "utf-8") || ieq(e, "utf8") || ieq(e, "us-ascii") || ieq(e, "ascii") ||
+         ieq(e, "unicode-1-1-utf-8");
+}
+bool is_latin1_name(std::string_view e) {
+  return ieq(e, "iso-8859-1") || ieq(e, "iso8859-1") || ieq(e, "latin1") || ieq(e, "latin-1") ||
+         ieq(e, "windows-1252") || ieq(e, "cp1252") || ieq(e, "l1") || ieq(e, "iso_8859-1") ||
+         ieq(e, "x-cp1252");
+}
+
+// Length of the valid UTF-8 sequence at s[i], or 0 when the bytes there are not one.
+size_t utf8_seq(const unsigned char* s, size_t n, size_t i) {
+  const unsigned char c = s[i];
+  if (c < 0x80) return 1;
+  size_t len;
+  uint32_t cp;
+  if (c >= 0xC2 && c <= 0xDF) {
+    len = 2;
+    cp = c & 0x1F;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    len = 3;
+    cp = c & 0x0F;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    len = 4;
+    cp = c & 0x07;
+  } else {
+    return 0;
+  }
+  if (i + len > n) return 0;
+  for (size_t k = 1; k < len; ++k) {
+    if ((s[i + k] & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (s[i + k] & 0x3F);
+  }
+  if ((len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
+      (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
+    return 0;
+  return len;
+}
+
+constexpr uint16_t cp1252_high[32] = {
+    0x20AC, 0x0081, 0x201A, 0x0192, 0x201E, 0x2026, 0x2020, 0x2021, 0x02C6, 0x2030, 0x0160,
+    0x2039, 0x0152, 0x008D, 0x017D, 0x008F, 0x0090, 0x2018, 0x2019, 0x201C, 0x201D, 0x2022,
+    0x2013, 0x2014, 0x02DC, 0x2122, 0x0161, 0x203A, 0x0153, 0x009D, 0x017E, 0x0178};
+
+void cp1252_to_utf8(std::string_view in, std::string& out) {
+  out.reserve(out.size() + in.size() + in.size() / 8);
+  for (char ch : in) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c < 0x80) {
+      out.push_back(ch);
+    } else {
+      append_utf8(c < 0xA0 ? cp1252_high[c - 0x80] : c, out);
+    }
+  }
+}
+
+// Removes C0 controls other than tab, LF and CR (illegal in XML 1.0) in place.
+void strip_controls(std::string& s, decode_stats& st) {
+  size_t i = 0;
+  // Fast because the common case is one predictable compare per byte and no writes.
+  while (i < s.size() &&
+         !(static_cast<unsigned char>(s[i]) < 0x20 && s[i] != '\t' && s[i] != '\n' && s[i] != '\r'))
+    ++i;
+  if (i == s.size()) return;
+  size_t w = i;
+  for (; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') {
+      ++st.events;
+      continue;
+    }
+    s[w++] = s[i];
+  }
+  st.flags |= static_cast<uint32_t>(recovery::control_chars_stripped);
+  s.resize(w);
+}
+
+}  // namespace
+
+transcoder::~transcoder() {
+  if (cd_ != reinterpret_cast<iconv_t>(-1)) iconv_close(cd_);
+}
+
+bool transcoder::iconv_to_utf8(std::string_view enc, std::string_view in, std::string& out,
+                               decode_stats& st) {
+  if (cd_ == reinterpret_cast<iconv_t>(-1) || !ieq(cd_name_, enc)) {
+    if (cd_ != reinterpret_cast<iconv_t>(-1)) iconv_close(cd_);
+    cd_name_.assign(enc);
+    cd_ = iconv_open("UTF-8", cd_name_.c_str());
+    if (cd_ == reinterpret_cast<iconv_t>(-1)) return false;
+  } else {
+    iconv(cd_, nullptr, nullptr, nullptr, nullptr);  // reset shift state
+  }
+  const bool wide = ifind(enc, "16") != std::string_view::npos ||
+                    ifind(enc, "32") != std::string_view::npos ||
+                    ifind(enc, "ucs") != std::string_view::npos;
+  const size_t unit = ifind(enc, "32") != std::string_view::npos ? 4 : (wide ? 2 : 1);
+  char* src = const_cast<char*>(in.data());
+  size_t src_left = in.size();
+  size_t used = out.size();
+  out.resize(used + in.size() * 2 + 16);
+  while (src_left > 0) {
+    char* dst = out.data() + used;
+    size_t dst_left = out.size() - used;
+    const size_t r = iconv(cd_, &src, &src_left, &dst, &dst_left);
+    used = static_cast<size_t>(dst - out.data());
+    if (r != static_cast<size_t>(-1)) break;
+    if (errno == E2BIG) {
+      out.resize(out.size() * 2);
+      continue;
+    }
+    // EILSEQ (invalid sequence) or EINVAL (incomplete at the end): one unit -> U+FFFD.
+    out.resize(used);
+    append_utf8(0xFFFD, out);
+    note(st, recovery::invalid_bytes_replaced);
+    const size_t skip = src_left < unit ? src_left : unit;
+    src += skip;
+    src_left -= skip;
+    used = out.size();
+    out.resize(used + src_left * 2 + 16);
+  }
+  out.resize(used);
+  return true;
+}
+
+parse_errc transcoder::to_utf8(std::string_view in, std::string_view content_type, std::string& out,
+                               decode_stats& st) {
+  out.clear();
+  std::string_view enc;
+  const auto* u = reinterpret_cast<const unsigned char*>(in.data());
+  bool from_bom = false;
+  if (in.size() >= 3 && u[0] == 0xEF && u[1] == 0xBB && u[2] == 0xBF) {
+    in.remove_prefix(3);
+    enc = "utf-8";
+    from_bom = true;
+  } else if (in.size() >= 4 && u[0] == 0xFF && u[1] == 0xFE && u[2] == 0 && u[3] == 0) {
+    in.remove_prefix(4);
+    enc = "UTF-32LE";
+    from_bom = true;
+  } else if (in.size() >= 4 && u[0] == 0 && u[1] == 0 && u[2] == 0xFE && u[3] == 0xFF) {
+    in.remove_prefix(4);
+    enc = "UTF-32BE";
+    from_bom = true;
+  } else if (in.size() >= 2 && u[0] == 0xFF && u[1] == 0xFE) {
+    in.remove_prefix(2);
+    enc = "UTF-16LE";
+    from_bom = true;
+  } else if (in.size() >= 2 && u[0] == 0xFE && u[1] == 0xFF) {
+    in.remove_prefix(2);
+    enc = "UTF-16BE";
+    from_bom = true;
+  } else if (in.size() >= 4 && u[0] == '<' && u[1] == 0 && u[2] == '?' && u[3] == 0) {
+    enc = "UTF-16LE";  // no BOM, but the declaration's first bytes say so (XML appendix F)
+    from_bom = true;
+  } else if (in.size() >= 4 && u[0] == 0 && u[1] == '<' && u[2] == 0 && u[3] == '?') {
+    enc = "UTF-16BE";
+    from_bom = true;
+  }
+  if (!from_bom) {
+    const std::string_view http = http_charset(content_type);
+    const std::string_view decl = xml_decl_encoding(in);
+    enc = !http.empty() ? http : decl;
+    // A server's charset that contradicts a document which declares and is valid UTF-8 is
+    // the server's default, not the author's choice: trust the bytes.
+    if (!http.empty() && !is_utf8_name(http) && (decl.empty() || is_utf8_name(decl)) &&
+        simdjson_validate(in))
+      enc = "utf-8";
+    // A UTF-16 label on bytes without a BOM or NULs is a lie (the bytes are ASCII-based).
+    if (ifind(enc, "utf-16") != std::string_view::npos ||
+        ifind(enc, "utf-32") != std::string_view::npos ||
+        ifind(enc, "ucs") != std::string_view::npos)
+      enc = "utf-8";
+  }
+  if (enc.empty() || is_utf8_name(enc)) {
+    if (simdjson_validate(in)) {
+      out.assign(in);
+    } else {
+      // Invalid UTF-8: a document with no valid multi-byte sequence at all is a legacy
+      // single-byte one mislabelled (windows-1252 is the web's reading of those); otherwise
+      // keep the UTF-8 and replace the broken bytes.
+      size_t valid_multi = 0, invalid = 0;
+      for (size_t i = 0; i < in.size();) {
+        const size_t len =
+            utf8_seq(reinterpret_cast<const unsigned char*>(in.data()), in.size(), i);
+        if (len == 0) {
+          ++invalid;
+          ++i;
+        } else {
+          valid_multi += len > 1;
+          i += len;
+        }
+      }
+      if (valid_multi == 0) {
+        cp1252_to_utf8(in, out);
+        note(st, recovery::encoding_fallback);
+      } else {
+        out.reserve(in.size() + invalid * 2);
+        const auto* s = reinterpret_cast<const unsigned char*>(in.data());
+        for (size_t i = 0; i < in.size();) {
+          const size_t len = utf8_seq(s, in.size(), i);
+          if (len == 0) {
+            append_utf8(0xFFFD, out);
+            ++i;
+            continue;
+          }
+          out.append(in.data() + i, len);
+          i += len;
+        }
+        st.flags |= static_cast<uint32_t>(recovery::invalid_bytes_replaced);
+        st.events += static_cast<uint32_t>(invalid);
+      }
+    }
+  } else if (is_latin1_name(enc)) {
+    cp1252_to_utf8(in, out);
+  } else if (!iconv_to_utf8(enc, in, out, st)) {
+    if (from_bom) return parse_errc::unsupported_encoding;
+    // Unknown label: read it as UTF-8 if it is, else as windows-1252.
+    note(st, recovery::encoding_fallback);
+    if (simdjson_validate(in)) {
+      out.assign(in);
+    } else {
+      cp1252_to_utf8(in, out);
+    }
+  }
+  strip_controls(out, st);
+  return parse_errc::ok;
+}
+
+}  // namespace feedplane::feed::detail

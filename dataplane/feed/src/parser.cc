@@ -1,0 +1,841 @@
+// The feed parser: bytes -> UTF-8 -> pugixml tree (or simdjson tape) -> model.
+// pugixml parses in place without decoding entities (parse_escapes off): entities are decoded
+// by our own forgiving decoder, so bare ampersands and HTML entities survive and are flagged.
+#include "feedplane/feed/parser.h"
+
+#include <simdjson.h>
+#include <pugixml.hpp>
+
+#include <cstring>
+
+#include "internal.h"
+
+namespace feedplane::feed {
+
+std::string_view errc_name(parse_errc e) {
+  switch (e) {
+    case parse_errc::ok:
+      return "ok";
+    case parse_errc::empty_document:
+      return "empty_document";
+    case parse_errc::too_large:
+      return "too_large";
+    case parse_errc::unknown_format:
+      return "unknown_format";
+    case parse_errc::html_not_feed:
+      return "html_not_feed";
+    case parse_errc::xml_unreadable:
+      return "xml_unreadable";
+    case parse_errc::json_invalid:
+      return "json_invalid";
+    case parse_errc::unsupported_encoding:
+      return "unsupported_encoding";
+    case parse_errc::out_of_memory:
+      return "out_of_memory";
+  }
+  return "unknown_error";
+}
+
+namespace {
+
+using detail::note;
+
+enum class ns : uint8_t {
+  none,
+  atom10,
+  atom03,
+  rss10,
+  rss090,
+  rdf,
+  dc,
+  dcterms,
+  content,
+  xhtml,
+  media,
+  itunes,
+  xml,
+  other
+};
+
+ns ns_from_uri(std::string_view u) {
+  if (u == "http://www.w3.org/2005/Atom") return ns::atom10;
+  if (u == "http://purl.org/atom/ns#") return ns::atom03;
+  if (u == "http://purl.org/rss/1.0/") return ns::rss10;
+  if (u == "http://my.netscape.com/rdf/simple/0.9/") return ns::rss090;
+  if (u == "http://www.w3.org/1999/02/22-rdf-syntax-ns#") return ns::rdf;
+  if (u == "http://purl.org/dc/elements/1.1/") return ns::dc;
+  if (u == "http://purl.org/dc/terms/") return ns::dcterms;
+  if (u == "http://purl.org/rss/1.0/modules/content/") return ns::content;
+  if (u == "http://www.w3.org/1999/xhtml") return ns::xhtml;
+  if (u == "http://search.yahoo.com/mrss/" || u == "http://search.yahoo.com/mrss") return ns::media;
+  if (u == "http://www.itunes.com/dtds/podcast-1.0.dtd") return ns::itunes;
+  return ns::other;
+}
+
+// Conventional prefixes used without a declaration (a common publisher error).
+ns ns_from_prefix(std::string_view p) {
+  if (p == "atom") return ns::atom10;
+  if (p == "dc") return ns::dc;
+  if (p == "dcterms") return ns::dcterms;
+  if (p == "content") return ns::content;
+  if (p == "media") return ns::media;
+  if (p == "itunes") return ns::itunes;
+  if (p == "rdf") return ns::rdf;
+  if (p == "xhtml") return ns::xhtml;
+  if (p == "xml") return ns::xml;
+  return ns::other;
+}
+
+struct string_writer final : pugi::xml_writer {
+  std::string* out = nullptr;
+  void write(const void* data, size_t size) override {
+    out->append(static_cast<const char*>(data), size);
+  }
+};
+
+bool ieq(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    char x = a[i], y = b[i];
+    if (x >= 'A' && x <= 'Z') x = static_cast<char>(x + 32);
+    if (y >= 'A' && y <= 'Z') y = static_cast<char>(y + 32);
+    if (x != y) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+struct parser::impl {
+  detail::transcoder transcoder;
+  detail::entry_pool pool;
+  std::string utf8;     // the document in UTF-8, controls stripped (kept for the repair pass)
+  std::string work;     // the copy pugixml parses in place
+  std::string scratch;  // attribute values, dates
+  std::string scratch2;
+  std::string atype;  // an Atom text construct's type attribute
+  pugi::xml_document doc;
+  simdjson::dom::parser json;
+  decode_stats st;
+  const parse_options* opts = nullptr;
+  feed* out = nullptr;
+  string_writer writer;
+
+  // Namespace scopes: (prefix, ns) pairs of the elements being visited, innermost last.
+  std::vector<std::pair<std::string_view, ns>> scopes;
+  // xml:base of the elements being visited (absolute), innermost last.
+  std::vector<std::string> bases;
+  size_t base_depth = 0;
+
+  parse_errc parse(std::string_view bytes, const parse_options& o, feed& f);
+  parse_errc parse_xml();
+  parse_errc parse_json(std::string_view text);
+
+  // Enters element n: records its xmlns declarations and xml:base. Returns a mark for leave().
+  struct mark {
+    size_t scopes;
+    size_t base_depth;
+  };
+  mark enter(pugi::xml_node n);
+  void leave(mark m) {
+    scopes.resize(m.scopes);
+    base_depth = m.base_depth;
+  }
+  std::string_view base() const {
+    return base_depth == 0 ? opts->base_url : std::string_view(bases[base_depth - 1]);
+  }
+  ns resolve(pugi::xml_node n, std::string_view* local) const;
+
+  void text(pugi::xml_node n, std::string& out_s);  // gofeed's rule; trimmed
+  void append_children_raw(pugi::xml_node n, std::string& out_s);
+  void attr(pugi::xml_node n, const char* name, std::string& out_s);
+  void link_attr(pugi::xml_node n, const char* name, std::string& out_s);
+  void date(pugi::xml_node n, int64_t* t, bool* has);
+  void atom_text(pugi::xml_node n, std::string& out_s);
+  void atom_person(pugi::xml_node n, std::vector<person>& v);
+  void atom_link(pugi::xml_node n, std::string* alternate, entry* e, bool feed_level);
+
+  void rss_channel(pugi::xml_node ch, bool rdf);
+  void rss_item(pugi::xml_node it, bool rdf);
+  void atom_feed(pugi::xml_node root, bool atom03);
+  void atom_entry(pugi::xml_node n, bool atom03);
+  bool room() const { return out->entries.size() < opts->max_entries; }
+};
+
+parser::parser() : impl_(std::make_unique<impl>()) {}
+parser::~parser() = default;
+
+parse_errc parser::parse(std::string_view bytes, const parse_options& opts, feed& out) noexcept {
+  try {
+    return impl_->parse(bytes, opts, out);
+  } catch (const std::bad_alloc&) {
+    return parse_errc::out_of_memory;
+  } catch (...) {  // nothing below throws but allocation; keep the promise regardless
+    return parse_errc::out_of_memory;
+  }
+}
+
+parse_errc parser::impl::parse(std::string_view bytes, const parse_options& o, feed& f) {
+  opts = &o;
+  out = &f;
+  pool.recycle(f);
+  f.format = feed_format::unknown;
+  f.version.clear();
+  f.title.clear();
+  f.link.clear();
+  f.self_link.clear();
+  f.hub_links.clear();
+  f.description.clear();
+  f.language.clear();
+  f.published = f.updated = 0;
+  f.has_published = f.has_updated = false;
+  f.authors.clear();
+  f.categories.clear();
+  f.recovered = 0;
+  f.recovery_events = 0;
+  st = {};
+  scopes.clear();
+  base_depth = 0;
+
+  if (bytes.size() > o.max_bytes) return parse_errc::too_large;
+  parse_errc rc = transcoder.to_utf8(bytes, o.content_type, utf8, st);
+  if (rc == parse_errc::ok) {
+    const size_t first = utf8.find_first_not_of(" \t\r\n");
+    if (first == std::string::npos) {
+      rc = parse_errc::empty_document;
+    } else if (utf8[first] == '{') {
+      rc = parse_json(std::string_view(utf8).substr(first));
+    } else if (utf8[first] == '[') {
+      rc = parse_errc::unknown_format;
+    } else {
+      if (utf8[first] != '<') {
+        const size_t lt = utf8.find('<', first);
+        if (lt == std::string::npos) {
+          rc = parse_errc::unknown_format;
+        } else {
+          note(st, recovery::leading_garbage);
+          utf8.erase(0, lt);
+        }
+      }
+      if (rc == parse_errc::ok) rc = parse_xml();
+    }
+  }
+  f.recovered = st.flags;
+  f.recovery_events = st.events;
+  return rc;
+}
+
+// ---------------------------------------------------------------------------------------
+// XML
+
+parse_errc parser::impl::parse_xml() {
+  // No entity decoding, no EOL normalisation, no PIs/comments/doctype: the least work that
+  // still gives us CDATA sections and whitespace between inline elements.
+  constexpr unsigned flags = pugi::parse_cdata | pugi::parse_ws_pcdata;
+  work.assign(utf8);
+  pugi::xml_parse_result r =
+      doc.load_buffer_inplace(work.data(), work.size(), flags, pugi::encoding_utf8);
+  if (r.status == pugi::status_out_of_memory) return parse_errc::out_of_memory;
+  if (!r) {
+    detail::repair_xml(utf8, work, st);
+    r = doc.load_buffer_inplace(work.data(), work.size(), flags, pugi::encoding_utf8);
+    if (r.status == pugi::status_out_of_memory) return parse_errc::out_of_memory;
+  }
+  pugi::xml_node root = doc.document_element();
+  if (!root) return parse_errc::xml_unreadable;
+  const mark m = enter(root);
+  std::string_view local;
+  const ns rns = resolve(root, &local);
+  parse_errc rc = parse_errc::ok;
+  if (local == "rss" || (local == "channel" && (rns == ns::none || rns == ns::rss10))) {
+    out->format = feed_format::rss;
+    attr(root, "version", out->version);
+    if (out->version.empty()) out->version = "2.0";
+    if (local == "channel") {
+      rss_channel(root, false);
+    } else {
+      for (pugi::xml_node c = root.first_child(); c; c = c.next_sibling()) {
+        if (c.type() != pugi::node_element) continue;
+        std::string_view l;
+        resolve(c, &l);
+        if (l == "channel") rss_channel(c, false);
+        if (l == "item" && room()) rss_item(c, false);  // items outside the channel
+      }
+    }
+  } else if (local == "RDF") {
+    out->format = feed_format::rss;
+    bool is090 = false;
+    for (const auto& s : scopes) is090 = is090 || s.second == ns::rss090;
+    out->version = is090 ? "0.90" : "1.0";
+    for (pugi::xml_node c = root.first_child(); c; c = c.next_sibling()) {
+      if (c.type() != pugi::node_element) continue;
+      std::string_view l;
+      resolve(c, &l);
+      if (l == "channel") rss_channel(c, true);
+      if (l == "item" && room()) rss_item(c, true);
+    }
+  } else if (local == "feed" && (rns == ns::atom10 || rns == ns::atom03 || rns == ns::none)) {
+    out->format = feed_format::atom;
+    std::string& v = scratch;
+    attr(root, "version", v);
+    const bool atom03 = rns == ns::atom03 || v == "0.3";
+    out->version = atom03 ? "0.3" : "1.0";
+    atom_feed(root, atom03);
+  } else if (ieq(local, "html")) {
+    rc = parse_errc::html_not_feed;
+  } else {
+    rc = parse_errc::unknown_format;
+  }
+  leave(m);
+  return rc;
+}
+
+parser::impl::mark parser::impl::enter(pugi::xml_node n) {
+  const mark m{scopes.size(), base_depth};
+  // Fast because almost every element has no attributes at all.
+  for (pugi::xml_attribute a = n.first_attribute(); a; a = a.next_attribute()) {
+    const char* name = a.name();
+    if (name[0] == 'x' && name[1] == 'm' && name[2] == 'l') {
+      if (std::strncmp(name, "xmlns", 5) == 0 && (name[5] == 0 || name[5] == ':')) {
+        scratch2.clear();
+        decode_entities(a.value(), scratch2, st);
+        scopes.emplace_back(name[5] == 0 ? std::string_view() : std::string_view(name + 6),
+                            ns_from_uri(trim_view(scratch2)));
+      } else if (std::strcmp(name, "xml:base") == 0) {
+        scratch2.clear();
+        decode_entities(a.value(), scratch2, st);
+        if (bases.size() <= base_depth) bases.resize(base_depth + 1);
+        std::string& b = bases[base_depth];
+        b.clear();
+        resolve_url(base(), scratch2, b);
+        ++base_depth;
+      }
+    }
+  }
+  return m;
+}
+
+ns parser::impl::resolve(pugi::xml_node n, std::string_view* local) const {
+  const std::string_view name = n.name();
+  const size_t colon = name.find(':');
+  std::string_view prefix;
+  if (colon == std::string_view::npos) {
+    *local = name;
+  } else {
+    prefix = name.substr(0, colon);
+    *local = name.substr(colon + 1);
+  }
+  for (size_t i = scopes.size(); i > 0; --i)
+    if (scopes[i - 1].first == prefix) return scopes[i - 1].second;
+  return prefix.empty() ? ns::none : ns_from_prefix(prefix);
+}
+
+void parser::impl::append_children_raw(pugi::xml_node n, std::string& o) {
+  writer.out = &o;
+  for (pugi::xml_node c = n.first_child(); c; c = c.next_sibling()) {
+    switch (c.type()) {
+      case pugi::node_pcdata:
+        o.append(c.value());  // still escaped as in the source: valid HTML text
+        break;
+      case pugi::node_cdata:
+        o.append(c.value());
+        break;
+      case pugi::node_element:
+        c.print(writer, "", pugi::format_raw | pugi::format_no_escapes, pugi::encoding_utf8);
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+void parser::impl::text(pugi::xml_node n, std::string& o) {
+  o.clear();
+  writer.out = &o;
+  for (pugi::xml_node c = n.first_child(); c; c = c.next_sibling()) {
+    switch (c.type()) {
+      case pugi::node_pcdata:
+        decode_entities(c.value(), o, st);
+        break;
+      case pugi::node_cdata:
+        o.append(c.value());
+        break;
+      case pugi::node_element:  // naked markup: kept as markup
+        c.print(writer, "", pugi::format_raw | pugi::format_no_escapes, pugi::encoding_utf8);
+        break;
+      default:
+        break;
+    }
+  }
+  trim(o);
+}
+
+void parser::impl::attr(pugi::xml_node n, const char* name, std::string& o) {
+  o.clear();
+  const pugi::xml_attribute a = n.attribute(name);
+  if (a) decode_entities(a.value(), o, st);
+  trim(o);
+}
+
+void parser::impl::link_attr(pugi::xml_node n, const char* name, std::string& o) {
+  attr(n, name, scratch2);
+  o.clear();
+  if (!scratch2.empty()) resolve_url(base(), scratch2, o);
+}
+
+void parser::impl::date(pugi::xml_node n, int64_t* t, bool* has) {
+  text(n, scratch);
+  if (scratch.empty()) return;
+  int64_t v;
+  if (parse_date(scratch, &v)) {
+    *t = v;
+    *has = true;
+  } else {
+    note(st, recovery::unparsed_date);
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// RSS 0.90-2.0 and RDF
+
+void parser::impl::rss_channel(pugi::xml_node ch, bool rdf) {
+  const mark m = enter(ch);
+  for (pugi::xml_node c = ch.first_child(); c; c = c.next_sibling()) {
+    if (c.type() != pugi::node_element) continue;
+    const mark cm = enter(c);
+    std::string_view l;
+    const ns n = resolve(c, &l);
+    const bool core = n == ns::none || n == ns::rss10 || n == ns::rss090;
+    if (core) {
+      if (l == "item") {
+        if (room()) rss_item(c, rdf);
+      } else if (l == "title") {
+        text(c, out->title);
+      } else if (l == "link") {
+        text(c, scratch);
+        out->link.clear();
+        resolve_url(base(), scratch, out->link);
+      } else if (l == "description") {
+        text(c, out->description);
+      } else if (l == "language") {
+        text(c, out->language);
+      } else if (l == "lastBuildDate") {
+        date(c, &out->updated, &out->has_updated);
+      } else if (l == "pubDate") {
+        date(c, &out->published, &out->has_published);
+      } else if (l == "managingEditor" || l == "webMaster") {
+        text(c, scratch);
+        if (!scratch.empty()) detail::parse_person(scratch, out->authors.emplace_back());
+      } else if (l == "category") {
+        text(c, scratch);
+        if (!scratch.empty()) out->categories.push_back(scratch);
+      }
+    } else if (n == ns::atom10 || n == ns::atom03) {
+      if (l == "link") atom_link(c, &out->link, nullptr, true);
+    } else if (n == ns::dc) {
+      if (l == "title" && out->title.empty()) {
+        text(c, out->title);
+      } else if (l == "language" && out->language.empty()) {
+        text(c, out->language);
+      } else if (l == "date" && !out->has_updated) {
+        date(c, &out->updated, &out->has_updated);
+      } else if (l == "creator") {
+        text(c, scratch);
+        if (!scratch.empty()) detail::parse_person(scratch, out->authors.emplace_back());
+      }
+    } else if (n == ns::itunes && l == "author" && out->authors.empty()) {
+      text(c, scratch);
+      if (!scratch.empty()) detail::parse_person(scratch, out->authors.emplace_back());
+    }
+    leave(cm);
+  }
+  leave(m);
+}
+
+void parser::impl::rss_item(pugi::xml_node it, bool rdf) {
+  const mark m = enter(it);
+  entry& e = pool.add(*out);
+  bool have_link = false;
+  std::string_view guid_permalink;
+  for (pugi::xml_node c = it.first_child(); c; c = c.next_sibling()) {
+    if (c.type() != pugi::node_element) continue;
+    const mark cm = enter(c);
+    std::string_view l;
+    const ns n = resolve(c, &l);
+    const bool core = n == ns::none || n == ns::rss10 || n == ns::rss090;
+    if (core) {
+      if (l == "title") {
+        text(c, e.title);
+      } else if (l == "link") {
+        text(c, scratch);
+        if (!scratch.empty() && !have_link) {
+          e.link.clear();
+          resolve_url(base(), scratch, e.link);
+          have_link = true;
+        }
+      } else if (l == "description") {
+        text(c, e.summary);
+      } else if (l == "guid") {
+        text(c, e.id);
+        attr(c, "isPermaLink", scratch);
+        e.id_is_permalink = !e.id.empty() && !ieq(scratch, "false");
+      } else if (l == "pubDate") {
+        date(c, &e.published, &e.has_published);
+      } else if (l == "author") {
+        text(c, scratch);
+        if (!scratch.empty()) detail::parse_person(scratch, e.authors.emplace_back());
+      } else if (l == "category") {
+        text(c, scratch);
+        if (!scratch.empty()) e.categories.push_back(scratch);
+      } else if (l == "enclosure") {
+        enclosure& enc = e.enclosures.emplace_back();
+        link_attr(c, "url", enc.url);
+        attr(c, "type", enc.type);
+        attr(c, "length", scratch);
+        enc.length = 0;
+        for (char ch : scratch) {
+          if (ch < '0' || ch > '9' || enc.length > (INT64_MAX - 9) / 10) break;
+          enc.length = enc.length * 10 + (ch - '0');
+        }
+        if (enc.url.empty()) e.enclosures.pop_back();
+      } else if (l == "encoded") {  // content:encoded without its namespace declared
+        text(c, e.content);
+      }
+    } else if (n == ns::content && l == "encoded") {
+      text(c, e.content);
+    } else if (n == ns::dc) {
+      if (l == "date" && !e.has_published) {
+        date(c, &e.published, &e.has_published);
+      } else if (l == "creator" || l == "author") {
+        text(c, scratch);
+        if (!scratch.empty()) detail::parse_person(scratch, e.authors.emplace_back());
+      } else if (l == "subject") {
+        text(c, scratch);
+        if (!scratch.empty()) e.categories.push_back(scratch);
+      } else if (l == "title" && e.title.empty()) {
+        text(c, e.title);
+      } else if (l == "identifier" && e.id.empty()) {
+        text(c, e.id);
+      }
+    } else if (n == ns::dcterms) {
+      if (l == "modified") date(c, &e.updated, &e.has_updated);
+      if (l == "created" && !e.has_published) date(c, &e.published, &e.has_published);
+    } else if (n == ns::atom10 || n == ns::atom03) {
+      if (l == "link") {
+        atom_link(c, have_link ? nullptr : &e.link, &e, false);
+        have_link = !e.link.empty();
+      } else if (l == "updated") {
+        date(c, &e.updated, &e.has_updated);
+      } else if (l == "published" && !e.has_published) {
+        date(c, &e.published, &e.has_published);
+      } else if (l == "author") {
+        atom_person(c, e.authors);
+      } else if (l == "content" && e.content.empty()) {
+        atom_text(c, e.content);
+      } else if (l == "summary" && e.summary.empty()) {
+        atom_text(c, e.summary);
+      } else if (l == "id" && e.id.empty()) {
+        text(c, e.id);
+      }
+    } else if (n == ns::itunes && l == "author" && e.authors.empty()) {
+      text(c, scratch);
+      if (!scratch.empty()) detail::parse_person(scratch, e.authors.emplace_back());
+    }
+    leave(cm);
+  }
+  // RDF items name their link in rdf:about when they have no <link>.
+  if (rdf && e.link.empty()) {
+    attr(it, "rdf:about", scratch);
+    if (!scratch.empty()) resolve_url(base(), scratch, e.link);
+  }
+  (void)guid_permalink;
+  leave(m);
+}
+
+// ---------------------------------------------------------------------------------------
+// Atom 0.3 and 1.0
+
+void parser::impl::atom_text(pugi::xml_node n, std::string& o) {
+  attr(n, "type", atype);
+  const std::string& type = atype;
+  attr(n, "mode", scratch);
+  const bool base64 = scratch == "base64";
+  if (type == "xhtml" || scratch == "xml" || type == "application/xhtml+xml") {
+    o.clear();
+    pugi::xml_node div;
+    for (pugi::xml_node c = n.first_child(); c; c = c.next_sibling()) {
+      if (c.type() == pugi::node_element) {
+        std::string_view l;
+        resolve(c, &l);
+        if (l == "div" && !div) {
+          div = c;
+          continue;
+        }
+        div = pugi::xml_node();
+        break;
+      }
+    }
+    append_children_raw(div ? div : n, o);
+    trim(o);
+    return;
+  }
+  text(n, o);
+  const bool textual = type.empty() || type == "text" || type == "html" ||
+                       type.starts_with("text/") || type.ends_with("xml");
+  if (base64 || !textual) {
+    scratch.clear();
+    if (decode_base64(o, scratch)) {
+      o.swap(scratch);
+    } else {
+      note(st, recovery::bad_base64);
+    }
+  }
+}
+
+void parser::impl::atom_person(pugi::xml_node n, std::vector<person>& v) {
+  person& p = v.emplace_back();
+  for (pugi::xml_node c = n.first_child(); c; c = c.next_sibling()) {
+    if (c.type() != pugi::node_element) continue;
+    std::string_view l;
+    resolve(c, &l);
+    if (l == "name") {
+      text(c, p.name);
+    } else if (l == "email") {
+      text(c, p.email);
+    } else if (l == "uri" || l == "url") {
+      text(c, scratch);
+      p.uri.clear();
+      resolve_url(base(), scratch, p.uri);
+    }
+  }
+  if (p.name.empty() && p.email.empty() && p.uri.empty()) v.pop_back();
+}
+
+void parser::impl::atom_link(pugi::xml_node n, std::string* alternate, entry* e, bool feed_level) {
+  attr(n, "rel", scratch);
+  std::string_view rel = scratch;
+  if (rel.starts_with("http://www.iana.org/assignments/relation/"))
+    rel.remove_prefix(std::strlen("http://www.iana.org/assignments/relation/"));
+  std::string href;
+  attr(n, "href", scratch2);
+  if (scratch2.empty()) return;
+  resolve_url(base(), scratch2, href);
+  if (rel.empty() || rel == "alternate") {
+    if (alternate != nullptr && alternate->empty()) *alternate = std::move(href);
+  } else if (feed_level && rel == "self") {
+    if (out->self_link.empty()) out->self_link = std::move(href);
+  } else if (feed_level && rel == "hub") {
+    out->hub_links.push_back(std::move(href));
+  } else if (e != nullptr && rel == "enclosure") {
+    enclosure& enc = e->enclosures.emplace_back();
+    enc.url = std::move(href);
+    attr(n, "type", enc.type);
+    attr(n, "length", scratch);
+    enc.length = 0;
+    for (char ch : scratch) {
+      if (ch < '0' || ch > '9' || enc.length > (INT64_MAX - 9) / 10) break;
+      enc.length = enc.length * 10 + (ch - '0');
+    }
+  }
+}
+
+void parser::impl::atom_feed(pugi::xml_node root, bool atom03) {
+  for (pugi::xml_node c = root.first_child(); c; c = c.next_sibling()) {
+    if (c.type() != pugi::node_element) continue;
+    const mark cm = enter(c);
+    std::string_view l;
+    const ns n = resolve(c, &l);
+    if (n == ns::atom10 || n == ns::atom03 || n == ns::none) {
+      if (l == "entry") {
+        if (room()) atom_entry(c, atom03);
+      } else if (l == "title") {
+        atom_text(c, out->title);
+      } else if (l == "link") {
+        atom_link(c, &out->link, nullptr, true);
+      } else if (l == "subtitle" || l == "tagline") {
+        atom_text(c, out->description);
+      } else if (l == "updated" || l == "modified") {
+        date(c, &out->updated, &out->has_updated);
+      } else if (l == "published" || l == "issued") {
+        date(c, &out->published, &out->has_published);
+      } else if (l == "author") {
+        atom_person(c, out->authors);
+      } else if (l == "category") {
+        attr(c, "term", scratch);
+        if (!scratch.empty()) out->categories.push_back(scratch);
+      }
+    }
+    leave(cm);
+  }
+  if (out->language.empty()) attr(root, "xml:lang", out->language);
+}
+
+void parser::impl::atom_entry(pugi::xml_node en, bool atom03) {
+  const mark m = enter(en);
+  entry& e = pool.add(*out);
+  (void)atom03;
+  for (pugi::xml_node c = en.first_child(); c; c = c.next_sibling()) {
+    if (c.type() != pugi::node_element) continue;
+    const mark cm = enter(c);
+    std::string_view l;
+    const ns n = resolve(c, &l);
+    if (n == ns::atom10 || n == ns::atom03 || n == ns::none) {
+      if (l == "id") {
+        text(c, e.id);
+      } else if (l == "title") {
+        atom_text(c, e.title);
+      } else if (l == "link") {
+        atom_link(c, &e.link, &e, false);
+      } else if (l == "summary") {
+        atom_text(c, e.summary);
+      } else if (l == "content") {
+        atom_text(c, e.content);
+        if (e.content.empty()) {
+          // out-of-line content: keep its src as the link when nothing better exists
+          link_attr(c, "src", scratch);
+          if (e.link.empty()) e.link = scratch;
+        }
+      } else if (l == "published" || l == "issued") {
+        date(c, &e.published, &e.has_published);
+      } else if (l == "updated" || l == "modified") {
+        date(c, &e.updated, &e.has_updated);
+      } else if (l == "created" && !e.has_published) {
+        date(c, &e.published, &e.has_published);
+      } else if (l == "author") {
+        atom_person(c, e.authors);
+      } else if (l == "category") {
+        attr(c, "term", scratch);
+        if (scratch.empty()) attr(c, "label", scratch);
+        if (!scratch.empty()) e.categories.push_back(scratch);
+      }
+    } else if (n == ns::dc && l == "subject") {
+      text(c, scratch);
+      if (!scratch.empty()) e.categories.push_back(scratch);
+    }
+    leave(cm);
+  }
+  leave(m);
+}
+
+// ---------------------------------------------------------------------------------------
+// JSON Feed 1.0 / 1.1
+
+namespace {
+
+void json_str(simdjson::dom::element obj, const char* key, std::string& o) {
+  std::string_view v;
+  if (obj[key].get_string().get(v) == simdjson::SUCCESS) o.assign(trim_view(v));
+}
+
+void json_person(simdjson::dom::element a, std::vector<person>& v) {
+  if (!a.is_object()) return;
+  person& p = v.emplace_back();
+  json_str(a, "name", p.name);
+  json_str(a, "url", p.uri);
+  if (p.name.empty() && p.uri.empty()) v.pop_back();
+}
+
+}  // namespace
+
+parse_errc parser::impl::parse_json(std::string_view text_in) {
+  // simdjson reads up to SIMDJSON_PADDING bytes past the end: give it that, in our buffer.
+  work.assign(text_in);
+  const size_t len = work.size();
+  work.resize(len + simdjson::SIMDJSON_PADDING);
+  simdjson::dom::element root;
+  if (json.parse(work.data(), len, false).get(root) != simdjson::SUCCESS)
+    return parse_errc::json_invalid;
+  // A JSON Feed names its version URL; some omit it or send only "1.1": an object with an
+  // items array is read as one too.
+  std::string_view version;
+  if (!root.is_object()) return parse_errc::unknown_format;
+  const bool has_version = root["version"].get_string().get(version) == simdjson::SUCCESS;
+  const bool has_items = root["items"].is_array();
+  if (has_version && version.find("jsonfeed.org/version/") != std::string_view::npos) {
+    version.remove_prefix(version.find("jsonfeed.org/version/") + 21);
+  } else if (!has_items) {
+    return parse_errc::unknown_format;
+  }
+  out->format = feed_format::json;
+  out->version.assign(version.empty() ? std::string_view("1.0") : version);
+  json_str(root, "title", out->title);
+  std::string_view s;
+  if (root["home_page_url"].get_string().get(s) == simdjson::SUCCESS)
+    resolve_url(opts->base_url, s, out->link);
+  if (root["feed_url"].get_string().get(s) == simdjson::SUCCESS)
+    resolve_url(opts->base_url, s, out->self_link);
+  json_str(root, "description", out->description);
+  json_str(root, "language", out->language);
+  simdjson::dom::array arr;
+  if (root["hubs"].get_array().get(arr) == simdjson::SUCCESS) {
+    for (auto h : arr)
+      if (h["url"].get_string().get(s) == simdjson::SUCCESS) out->hub_links.emplace_back(s);
+  }
+  if (root["authors"].get_array().get(arr) == simdjson::SUCCESS) {
+    for (auto a : arr) json_person(a, out->authors);
+  } else if (simdjson::dom::element a; root["author"].get(a) == simdjson::SUCCESS) {
+    json_person(a, out->authors);
+  }
+  if (root["items"].get_array().get(arr) != simdjson::SUCCESS) return parse_errc::ok;
+  for (simdjson::dom::element item : arr) {
+    if (!item.is_object()) continue;
+    if (!room()) break;
+    entry& e = pool.add(*out);
+    if (root.is_object()) {
+      simdjson::dom::element id;
+      if (item["id"].get(id) == simdjson::SUCCESS) {
+        if (id.is_string()) {
+          e.id.assign(trim_view(std::string_view(id)));
+        } else if (int64_t iv; id.get_int64().get(iv) == simdjson::SUCCESS) {
+          e.id = std::to_string(iv);  // 1.0 feeds sometimes send numbers
+        }
+      }
+    }
+    json_str(item, "title", e.title);
+    if (item["url"].get_string().get(s) == simdjson::SUCCESS) {
+      resolve_url(opts->base_url, s, e.link);
+    } else if (item["external_url"].get_string().get(s) == simdjson::SUCCESS) {
+      resolve_url(opts->base_url, s, e.link);
+    }
+    json_str(item, "summary", e.summary);
+    json_str(item, "content_html", e.content);
+    if (e.content.empty()) json_str(item, "content_text", e.content);
+    if (item["date_published"].get_string().get(s) == simdjson::SUCCESS) {
+      if (parse_date(s, &e.published)) {
+        e.has_published = true;
+      } else {
+        note(st, recovery::unparsed_date);
+      }
+    }
+    if (item["date_modified"].get_string().get(s) == simdjson::SUCCESS) {
+      if (parse_date(s, &e.updated)) {
+        e.has_updated = true;
+      } else {
+        note(st, recovery::unparsed_date);
+      }
+    }
+    simdjson::dom::array sub;
+    if (item["authors"].get_array().get(sub) == simdjson::SUCCESS) {
+      for (auto a : sub) json_person(a, e.authors);
+    } else if (simdjson::dom::element a; item["author"].get(a) == simdjson::SUCCESS) {
+      json_person(a, e.authors);
+    }
+    if (item["tags"].get_array().get(sub) == simdjson::SUCCESS) {
+      for (auto t : sub)
+        if (t.get_string().get(s) == simdjson::SUCCESS) e.categories.emplace_back(s);
+    }
+    if (item["attachments"].get_array().get(sub) == simdjson::SUCCESS) {
+      for (auto a : sub) {
+        if (a["url"].get_string().get(s) != simdjson::SUCCESS) continue;
+        enclosure& enc = e.enclosures.emplace_back();
+        resolve_url(opts->base_url, s, enc.url);
+        json_str(a, "mime_type", enc.type);
+        int64_t n = 0;
+        if (a["size_in_bytes"].get_int64().get(n) == simdjson::SUCCESS) enc.length = n;
+      }
+    }
+  }
+  return parse_errc::ok;
+}
+
+}  // namespace feedplane::feed
