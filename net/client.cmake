@@ -6,6 +6,8 @@ target_sources(feedplane_net PRIVATE
   src/url.cc
   src/http_response.cc
   src/content_decoding.cc
+  src/tls_client.cc
+  src/dns.cc
 )
 target_link_libraries(feedplane_net PUBLIC OpenSSL::SSL OpenSSL::Crypto PkgConfig::cares
   PRIVATE PkgConfig::deflate)

@@ -34,7 +34,8 @@ std::string compress(const std::string& in, wrap w) {
 
 std::string sample(size_t n) {
   std::string s;
-  for (size_t i = 0; s.size() < n; ++i) s += "<item><title>entry " + std::to_string(i) + "</title></item>\n";
+  for (size_t i = 0; s.size() < n; ++i)
+    s += "<item><title>entry " + std::to_string(i) + "</title></item>\n";
   s.resize(n);
   return s;
 }

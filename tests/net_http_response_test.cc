@@ -30,8 +30,8 @@ st feed_all(response_parser& p, const std::string& wire, size_t step, size_t* co
 }
 
 // Every split size must give the same result: the parser is incremental.
-void expect_parse(const std::string& wire, int code, const std::string& body,
-                  body_framing framing, bool keep_alive) {
+void expect_parse(const std::string& wire, int code, const std::string& body, body_framing framing,
+                  bool keep_alive) {
   for (size_t step : {size_t{1}, size_t{2}, size_t{3}, size_t{7}, size_t{64}, wire.size()}) {
     response_parser p;
     size_t used = 0;
@@ -70,7 +70,8 @@ fetch_error parse_error(const std::string& wire, response_limits limits = {}, bo
 
 TEST(HttpResponse, ContentLength) {
   expect_parse(
-      "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nETag: \"abc\"\r\nContent-Type: text/xml\r\n\r\nhello",
+      "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nETag: \"abc\"\r\nContent-Type: "
+      "text/xml\r\n\r\nhello",
       200, "hello", body_framing::length, true);
   response_parser p;
   std::string w = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nETag:  \"abc\" \r\n\r\nhello";
@@ -190,7 +191,8 @@ TEST(HttpResponse, MalformedHeads) {
             fetch_error::bad_content_length);
   EXPECT_EQ(parse_error("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, gzip\r\n\r\n"),
             fetch_error::bad_transfer_encoding);
-  EXPECT_EQ(parse_error("HTTP/1.1 200 OK\r\nContent-Le", {}, true), fetch_error::closed_mid_headers);
+  EXPECT_EQ(parse_error("HTTP/1.1 200 OK\r\nContent-Le", {}, true),
+            fetch_error::closed_mid_headers);
   response_parser p;
   EXPECT_EQ(p.feed_eof(), st::error);
   EXPECT_EQ(p.error(), fetch_error::closed_before_response);

@@ -52,7 +52,8 @@ constexpr entry k_table[] = {
     {"cancelled", "the fetch was cancelled"},
     {"internal", "internal error"},
 };
-static_assert(sizeof(k_table) / sizeof(k_table[0]) == static_cast<size_t>(fetch_error::internal) + 1);
+static_assert(sizeof(k_table) / sizeof(k_table[0]) ==
+              static_cast<size_t>(fetch_error::internal) + 1);
 }  // namespace
 
 std::string_view fetch_error_name(fetch_error e) {

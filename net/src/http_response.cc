@@ -15,8 +15,21 @@ inline char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c 
 bool is_tchar(char c) {
   if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
   switch (c) {
-    case '!': case '#': case '$': case '%': case '&': case '\'': case '*': case '+': case '-':
-    case '.': case '^': case '_': case '`': case '|': case '~':
+    case '!':
+    case '#':
+    case '$':
+    case '%':
+    case '&':
+    case '\'':
+    case '*':
+    case '+':
+    case '-':
+    case '.':
+    case '^':
+    case '_':
+    case '`':
+    case '|':
+    case '~':
       return true;
     default:
       return false;
@@ -151,7 +164,8 @@ response_parser::status response_parser::feed_headers(const char* data, size_t n
   const char* end = data + n;
   // memchr finds line ends at memory speed; only line boundaries are examined.
   while (cur < end) {
-    const char* nl = static_cast<const char*>(std::memchr(cur, '\n', static_cast<size_t>(end - cur)));
+    const char* nl =
+        static_cast<const char*>(std::memchr(cur, '\n', static_cast<size_t>(end - cur)));
     if (nl == nullptr) {
       size_t seg = static_cast<size_t>(end - cur);
       if (header_bytes_total_ + hdr_.size() + seg > limits_.max_header_bytes)
@@ -160,7 +174,8 @@ response_parser::status response_parser::feed_headers(const char* data, size_t n
       cur_line_len_ += seg;
       last_byte_ = end[-1];
       *used = n;
-      if (!seen_nonempty_line_ && !status_prefix_ok(hdr_)) return fail(fetch_error::bad_status_line);
+      if (!seen_nonempty_line_ && !status_prefix_ok(hdr_))
+        return fail(fetch_error::bad_status_line);
       return status::need_more;
     }
     size_t seg = static_cast<size_t>(nl - cur);
@@ -180,7 +195,8 @@ response_parser::status response_parser::feed_headers(const char* data, size_t n
     hdr_.append(cur, seg + 1);
     cur = nl + 1;
     if (!empty) {
-      if (!seen_nonempty_line_ && !status_prefix_ok(hdr_)) return fail(fetch_error::bad_status_line);
+      if (!seen_nonempty_line_ && !status_prefix_ok(hdr_))
+        return fail(fetch_error::bad_status_line);
       seen_nonempty_line_ = true;
       continue;
     }
@@ -415,7 +431,8 @@ response_parser::status response_parser::feed_chunked(const char* data, size_t n
           cstate_ = chunk_state::trailer;
           trailer_line_len_ = 0;
         } else {
-          if (body_.size() + remaining_ > limits_.max_body) return fail(fetch_error::body_too_large);
+          if (body_.size() + remaining_ > limits_.max_body)
+            return fail(fetch_error::body_too_large);
           cstate_ = chunk_state::data;
         }
         break;

@@ -116,8 +116,8 @@ std::string remove_dot_segments(std::string_view in) {
 }
 
 std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r' ||
-                        s.front() == '\n'))
+  while (!s.empty() &&
+         (s.front() == ' ' || s.front() == '\t' || s.front() == '\r' || s.front() == '\n'))
     s.remove_prefix(1);
   while (!s.empty() &&
          (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n'))
@@ -190,7 +190,8 @@ bool resolve_url(const url& base, std::string_view ref, url& out, bool* unsuppor
   // A scheme is letters/digits/+-. before the first ':' that precedes any '/', '?'.
   auto colon = ref.find(':');
   auto delim = ref.find_first_of("/?");
-  if (colon != std::string_view::npos && colon > 0 && (delim == std::string_view::npos || colon < delim)) {
+  if (colon != std::string_view::npos && colon > 0 &&
+      (delim == std::string_view::npos || colon < delim)) {
     bool scheme_ok = true;
     for (char c : ref.substr(0, colon)) {
       bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||

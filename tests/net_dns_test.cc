@@ -1,0 +1,269 @@
+// The c-ares resolver against a small DNS server of the test's own on loopback UDP:
+// A and AAAA answers with TTLs, NXDOMAIN, a server that never answers, the cache, and
+// coalescing of concurrent queries. Driven with poll(), as the loop drives it with
+// io_uring poll requests.
+#include "feedplane/net/dns.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <map>
+#include <string>
+#include <thread>
+
+using feedplane::net::dns_options;
+using feedplane::net::dns_resolver;
+using feedplane::net::fetch_error;
+using feedplane::net::ip_address;
+
+namespace {
+
+// Answers: feed.test -> 192.0.2.7 + 2001:db8::7 (TTL 300); v6only.test -> AAAA only;
+// slow.test -> silence; anything else -> NXDOMAIN.
+class fake_dns {
+ public:
+  fake_dns() {
+    fd_ = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    socklen_t len = sizeof a;
+    getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~fake_dns() {
+    stop_ = true;
+    shutdown(fd_, SHUT_RDWR);
+    thread_.join();
+    close(fd_);
+  }
+  uint16_t port() const { return port_; }
+  int queries() const { return queries_.load(); }
+
+ private:
+  void serve() {
+    uint8_t buf[512];
+    while (!stop_) {
+      pollfd p{fd_, POLLIN, 0};
+      if (poll(&p, 1, 50) <= 0) continue;
+      sockaddr_in from{};
+      socklen_t fl = sizeof from;
+      ssize_t n = recvfrom(fd_, buf, sizeof buf, 0, reinterpret_cast<sockaddr*>(&from), &fl);
+      if (n < 12) continue;
+      ++queries_;
+      // Question: labels from offset 12, then qtype and qclass.
+      size_t i = 12;
+      std::string name;
+      while (i < static_cast<size_t>(n) && buf[i] != 0) {
+        size_t l = buf[i];
+        if (!name.empty()) name.push_back('.');
+        name.append(reinterpret_cast<char*>(buf + i + 1), l);
+        i += l + 1;
+      }
+      size_t qend = i + 5;
+      if (qend > static_cast<size_t>(n)) continue;
+      uint16_t qtype = static_cast<uint16_t>(buf[i + 1] << 8 | buf[i + 2]);
+      if (name == "slow.test") continue;
+      std::string out(reinterpret_cast<char*>(buf), qend);
+      out[2] = static_cast<char>(0x81);  // QR, RD
+      out[3] = static_cast<char>(0x80);  // RA, rcode 0
+      out[6] = out[7] = out[8] = out[9] = out[10] = out[11] = 0;
+      int answers = 0;
+      auto add = [&](uint16_t type, const uint8_t* rdata, uint16_t len) {
+        const uint8_t rr[] = {
+            0xc0, 0x0c, static_cast<uint8_t>(type >> 8), static_cast<uint8_t>(type), 0, 1, 0, 0,
+            0x01, 0x2c, static_cast<uint8_t>(len >> 8),  static_cast<uint8_t>(len)};
+        out.append(reinterpret_cast<const char*>(rr), sizeof rr);
+        out.append(reinterpret_cast<const char*>(rdata), len);
+        ++answers;
+      };
+      const uint8_t v4[4] = {192, 0, 2, 7};
+      uint8_t v6[16];
+      inet_pton(AF_INET6, "2001:db8::7", v6);
+      if (name == "feed.test" && qtype == 1) add(1, v4, 4);
+      if ((name == "feed.test" || name == "v6only.test") && qtype == 28) add(28, v6, 16);
+      if (name != "feed.test" && name != "v6only.test") out[3] = static_cast<char>(0x83);
+      out[7] = static_cast<char>(answers);
+      sendto(fd_, out.data(), out.size(), 0, reinterpret_cast<sockaddr*>(&from), fl);
+    }
+  }
+  int fd_ = -1;
+  uint16_t port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> queries_{0};
+  std::thread thread_;
+};
+
+struct driver {
+  std::map<int, short> fds;
+  static void watch(void* ctx, int fd, bool r, bool w) {
+    auto* d = static_cast<driver*>(ctx);
+    if (!r && !w) {
+      d->fds.erase(fd);
+      return;
+    }
+    d->fds[fd] = static_cast<short>((r ? POLLIN : 0) | (w ? POLLOUT : 0));
+  }
+  // Runs until the resolver has nothing pending.
+  void run(dns_resolver& r) {
+    for (int guard = 0; r.busy() && guard < 1000; ++guard) {
+      std::vector<pollfd> p;
+      for (auto [fd, ev] : fds) p.push_back({fd, ev, 0});
+      int64_t t = r.next_timeout_ms();
+      int n = poll(p.data(), p.size(), t < 0 ? 100 : static_cast<int>(t));
+      if (n <= 0) {
+        r.process_timeouts();
+        continue;
+      }
+      for (auto& x : p)
+        if (x.revents)
+          r.process_fd(x.fd, x.revents & (POLLIN | POLLERR | POLLHUP), x.revents & POLLOUT);
+    }
+  }
+};
+
+struct result {
+  int calls = 0;
+  fetch_error e = fetch_error::internal;
+  std::vector<ip_address> addrs;
+  static void done(void* ctx, fetch_error e, const std::vector<ip_address>& a) {
+    auto* r = static_cast<result*>(ctx);
+    ++r->calls;
+    r->e = e;
+    r->addrs = a;
+  }
+};
+
+std::unique_ptr<dns_resolver> make(const fake_dns& server, driver& d, uint32_t timeout_ms = 2000) {
+  dns_options o;
+  o.servers = "127.0.0.1:" + std::to_string(server.port());
+  o.timeout_ms = timeout_ms;
+  o.tries = 1;
+  o.use_hosts_file = false;
+  std::string err;
+  auto r = dns_resolver::create(o, &err);
+  EXPECT_TRUE(r) << err;
+  if (r) r->set_watch_fn(&driver::watch, &d);
+  return r;
+}
+
+}  // namespace
+
+TEST(Dns, ResolvesIpv4AndIpv6ThenServesFromCache) {
+  fake_dns server;
+  driver d;
+  auto r = make(server, d);
+  result res;
+  uint64_t id;
+  fetch_error e;
+  std::vector<ip_address> out;
+  ASSERT_FALSE(r->resolve("feed.test", &result::done, &res, &id, &e, &out));
+  d.run(*r);
+  ASSERT_EQ(res.calls, 1);
+  ASSERT_EQ(res.e, fetch_error::ok);
+  ASSERT_EQ(res.addrs.size(), 2u);
+  EXPECT_EQ(res.addrs[0].family, AF_INET);
+  EXPECT_EQ(res.addrs[0].str(), "192.0.2.7");
+  EXPECT_EQ(res.addrs[1].family, AF_INET6);
+  EXPECT_EQ(res.addrs[1].str(), "2001:db8::7");
+  int sent = server.queries();
+  EXPECT_GE(sent, 2);  // A and AAAA
+
+  // Cached now (TTL 300 s): answered synchronously, no new query.
+  ASSERT_TRUE(r->resolve("feed.test", &result::done, &res, &id, &e, &out));
+  EXPECT_EQ(e, fetch_error::ok);
+  EXPECT_EQ(out, res.addrs);
+  EXPECT_EQ(server.queries(), sent);
+  EXPECT_EQ(r->cache_size(), 1u);
+
+  ASSERT_FALSE(r->resolve("v6only.test", &result::done, &res, &id, &e, &out));
+  d.run(*r);
+  ASSERT_EQ(res.e, fetch_error::ok);
+  ASSERT_EQ(res.addrs.size(), 1u);
+  EXPECT_EQ(res.addrs[0].family, AF_INET6);
+}
+
+TEST(Dns, NxdomainIsNotFoundAndNegativelyCached) {
+  fake_dns server;
+  driver d;
+  auto r = make(server, d);
+  result res;
+  uint64_t id;
+  fetch_error e;
+  std::vector<ip_address> out;
+  ASSERT_FALSE(r->resolve("nope.test", &result::done, &res, &id, &e, &out));
+  d.run(*r);
+  EXPECT_EQ(res.e, fetch_error::dns_not_found);
+  int sent = server.queries();
+  ASSERT_TRUE(r->resolve("nope.test", &result::done, &res, &id, &e, &out));
+  EXPECT_EQ(e, fetch_error::dns_not_found);
+  EXPECT_EQ(server.queries(), sent);
+}
+
+TEST(Dns, SilentServerTimesOut) {
+  fake_dns server;
+  driver d;
+  auto r = make(server, d, /*timeout_ms=*/200);
+  result res;
+  uint64_t id;
+  fetch_error e;
+  std::vector<ip_address> out;
+  ASSERT_FALSE(r->resolve("slow.test", &result::done, &res, &id, &e, &out));
+  d.run(*r);
+  EXPECT_EQ(res.calls, 1);
+  EXPECT_EQ(res.e, fetch_error::dns_timeout);
+}
+
+TEST(Dns, ConcurrentQueriesCoalesceAndCancelWorks) {
+  fake_dns server;
+  driver d;
+  auto r = make(server, d);
+  result a, b, c;
+  uint64_t ida, idb, idc;
+  fetch_error e;
+  std::vector<ip_address> out;
+  ASSERT_FALSE(r->resolve("feed.test", &result::done, &a, &ida, &e, &out));
+  ASSERT_FALSE(r->resolve("feed.test", &result::done, &b, &idb, &e, &out));
+  ASSERT_FALSE(r->resolve("feed.test", &result::done, &c, &idc, &e, &out));
+  EXPECT_EQ(r->queries_sent(), 1u);
+  r->cancel(idc);
+  d.run(*r);
+  EXPECT_EQ(a.calls, 1);
+  EXPECT_EQ(b.calls, 1);
+  EXPECT_EQ(c.calls, 0);
+  EXPECT_EQ(b.e, fetch_error::ok);
+}
+
+TEST(Dns, LiteralsAndHostsFile) {
+  dns_options o;
+  std::string err;
+  auto r = dns_resolver::create(o, &err);
+  ASSERT_TRUE(r) << err;
+  result res;
+  uint64_t id;
+  fetch_error e;
+  std::vector<ip_address> out;
+  ASSERT_TRUE(r->resolve("127.0.0.1", &result::done, &res, &id, &e, &out));
+  EXPECT_EQ(out.at(0).str(), "127.0.0.1");
+  ASSERT_TRUE(r->resolve("::1", &result::done, &res, &id, &e, &out));
+  EXPECT_EQ(out.at(0).family, AF_INET6);
+  // "localhost" is in /etc/hosts on Debian: answered without any DNS traffic.
+  ASSERT_TRUE(r->resolve("localhost", &result::done, &res, &id, &e, &out));
+  EXPECT_EQ(e, fetch_error::ok);
+  ASSERT_FALSE(out.empty());
+  EXPECT_EQ(res.calls, 0);
+}
+
+TEST(Dns, BadServerListIsAnError) {
+  dns_options o;
+  o.servers = "not an address";
+  std::string err;
+  EXPECT_FALSE(dns_resolver::create(o, &err));
+  EXPECT_NE(err.find("not an address"), std::string::npos);
+}
