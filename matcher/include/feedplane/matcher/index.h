@@ -1,0 +1,123 @@
+// The subscription index: every query's clauses filed under their rarest word, matched
+// against one article at a time.
+//
+// Layout. The vocabulary holds only words some subscription uses; an article word outside
+// it is dropped after one hash probe. Each vocabulary word owns up to nine contiguous
+// posting arrays. A plain conjunction of k <= 8 words (most subscriptions) is one entry
+// of k uint32s in the array of class k-1 of its rarest word: the subscription id, then
+// its other k-1 word ids. Matching an article sets one bit per distinct article word in
+// a bitmap over word ids, then walks the arrays of those words: class 0 entries match
+// outright and are appended with one memcpy; class c entries match when their c other
+// bits are set, tested without branches. Anything else (OR, NOT, phrases, title:, more
+// than 8 words) is a general clause in class 8, verified against the article in full.
+// Per-article work is proportional to the postings of the article's words, never to the
+// number of subscriptions, and the bitmap is cleared by the same word list that set it.
+//
+// Rarest word. The index counts how often words occur in the articles it sees (a
+// two-row count-min sketch of 16-bit counters, halved slice by slice so it follows drift)
+// and files each clause under the word with the lowest count. maintain() re-files
+// clauses whose counts have drifted, a bounded slice at a time.
+//
+// Mutation while matching. One thread owns an index (the shard that owns the
+// subscriptions) and interleaves match() with add(), remove() and maintain(). Each
+// mutation touches one or a few posting arrays: append, or swap-remove after a scan of
+// that array; an array that grows is reallocated and copied. The longest stall a
+// mutation can cause is therefore one copy or scan of the longest posting array;
+// bench/RESULTS.md has the measured figure.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "feedplane/matcher/article.h"
+#include "feedplane/matcher/query.h"
+#include "feedplane/matcher/text.h"
+
+namespace feedplane::matcher {
+
+// One article's matches. Reused across calls: no allocation in steady state.
+class match_result {
+ public:
+  // Ids of the subscriptions that matched, each once, in no particular order.
+  std::span<const uint32_t> ids() const { return {ids_.data(), ids_.size()}; }
+
+  // What the article touched: postings read, candidates checked, matches.
+  struct counters {
+    size_t article_words = 0;     // words in the article
+    size_t vocabulary_hits = 0;   // distinct article words some subscription uses
+    size_t postings = 0;          // posting entries read
+    size_t candidates = 0;        // entries that needed a check beyond the filing word
+  };
+  const counters& stats() const { return stats_; }
+
+ private:
+  friend class index;
+  raw_buffer<uint32_t> ids_;
+  raw_buffer<uint32_t> where_;  // per match: class << 28 | entry index in its array
+  std::vector<std::pair<uint32_t, uint32_t>> segments_;  // (first match, filing word)
+  counters stats_;
+};
+
+struct index_options {
+  query_limits limits;
+  std::vector<std::string> frequent_words = default_frequent_words();
+};
+
+class index {
+ public:
+  explicit index(index_options options = {});
+  ~index();
+  index(const index&) = delete;
+  index& operator=(const index&) = delete;
+
+  // Adds subscription id (a small integer: tables are indexed by id) with a query, or
+  // replaces the query of an existing id. Returns "" or the parse error; on error an
+  // existing subscription stays as it was.
+  std::string add(uint32_t id, std::string_view query);
+  void add(uint32_t id, const parsed_query& query);
+  // Removes subscription id; false if there was none.
+  bool remove(uint32_t id);
+  bool contains(uint32_t id) const;
+  size_t size() const { return subscriptions_; }
+
+  // Matches one article; results replace what *out held. Also counts the article's words
+  // toward the frequencies that choose filing words.
+  void match(const article& a, match_result& out);
+  // Counts the article's words without matching (to warm the frequencies).
+  void observe(const article& a);
+
+  // The words of the subscription behind match k of result that occur in the article
+  // (for highlighting). Valid until the index is next modified.
+  void matched_words(const match_result& result, size_t k,
+                     std::vector<std::string_view>& words) const;
+
+  // Re-files up to `budget` posting entries whose rarest word changed, and trims posting
+  // arrays, continuing where the last call stopped. Returns the entries moved.
+  size_t maintain(size_t budget);
+
+  // Estimated occurrences of a folded word in the articles seen (decayed).
+  uint32_t frequency(std::string_view word) const;
+
+  struct memory {
+    size_t postings = 0;        // posting arrays, including unused capacity
+    size_t vocabulary = 0;      // hash table, word entries, word text
+    size_t subscriptions = 0;   // per-id table and general clauses
+    size_t frequency_sketch = 0;  // fixed size, independent of the subscriptions
+    size_t total() const { return postings + vocabulary + subscriptions + frequency_sketch; }
+  };
+  memory memory_usage() const;
+  size_t vocabulary_size() const;
+  const query_parser& parser() const;
+
+ private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+  size_t subscriptions_ = 0;
+};
+
+}  // namespace feedplane::matcher

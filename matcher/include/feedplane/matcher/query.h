@@ -1,0 +1,90 @@
+// The subscription language.
+//
+//   rust tokio               both words must appear (space means AND; `AND` also works)
+//   (law internet) OR (privacy internet)
+//                            either group; `OR` is upper case, lower-case "or" is a word
+//   rust -java   rust NOT java
+//                            java must not appear
+//   "new york"               the words must appear consecutively, in this order
+//   title:rust  title:"new york"  title:(rust OR go)
+//                            only words of the article's title count
+//
+// Words are normalised exactly like article text (text.h): case folded, split at
+// punctuation. A word that splits (`e-mail`, `u.s.`, `don't`) is matched as a phrase.
+// A query compiles to at most max_clauses conjunctive clauses (its disjunctive normal
+// form); each clause is indexed once. Rejected, with a message naming the problem: an
+// empty query; an alternative with only exclusions; an alternative whose required words
+// are all among the most frequent words (they would match nearly every article); unbalanced
+// quotes or parentheses; an operator with nothing to apply to; more than max_words words
+// or max_clauses clauses.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <vector>
+
+#include "feedplane/matcher/text.h"
+
+namespace feedplane::matcher {
+
+struct query_limits {
+  size_t max_words = 16;   // word occurrences in the whole query
+  size_t max_clauses = 8;  // conjunctive clauses after expanding OR and NOT
+};
+
+// One word (words.size() == 1) or a phrase of consecutive words, each case folded.
+struct query_term {
+  std::vector<std::string> words;
+  bool title = false;  // only the article title counts
+  bool operator==(const query_term&) const = default;
+};
+
+// The parse tree, kept so that the naive matcher can evaluate the query as written.
+struct query_node {
+  enum class kind : uint8_t { term, all, any, negate };
+  kind type = kind::term;
+  query_term term;                  // kind::term
+  std::vector<query_node> children;  // all, any: the operands; negate: one child
+};
+
+// A conjunction: every `must` term appears and no `must_not` term does.
+struct query_clause {
+  std::vector<query_term> must;
+  std::vector<query_term> must_not;
+};
+
+struct parsed_query {
+  query_node tree;
+  std::vector<query_clause> clauses;  // the query is the OR of these
+};
+
+// The words too frequent to subscribe to on their own: by default the 29 most frequent
+// words of the workload's English vocabulary, which Cobra also excluded.
+const std::vector<std::string>& default_frequent_words();
+
+// Parses queries; holds scratch buffers, so reuse one per thread.
+class query_parser {
+ public:
+  explicit query_parser(query_limits limits = {},
+                        const std::vector<std::string>& frequent = default_frequent_words());
+  // Parses text into *out. Returns "" on success, else a message naming the problem and,
+  // where there is one, its 1-based column.
+  std::string parse(std::string_view text, parsed_query& out);
+
+  const query_limits& limits() const { return limits_; }
+  bool is_frequent(std::string_view word) const;
+
+ private:
+  query_limits limits_;
+  std::unordered_set<std::string> frequent_;
+  token_buffer scratch_;
+};
+
+// Renders a parsed query back into the language (terms quoted where needed); for messages
+// and tests.
+std::string to_string(const query_node& node);
+
+}  // namespace feedplane::matcher

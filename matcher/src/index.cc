@@ -1,0 +1,741 @@
+#include "feedplane/matcher/index.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <utility>
+
+namespace feedplane::matcher {
+namespace {
+
+constexpr uint32_t k_none = 0xFFFFFFFFu;
+constexpr int k_general = 8;   // posting class of general clauses
+constexpr int k_classes = 9;   // 0..7: plain conjunctions of 1..8 words; 8: general
+constexpr size_t k_max_plain_words = 8;
+
+// A posting array: one allocation holding [size, capacity, entries...], in entries of
+// `stride` uint32s. Null when empty, so an unused class costs one pointer.
+struct plist {
+  static uint32_t size(const uint32_t* p) { return p ? p[0] : 0; }
+  static uint32_t capacity(const uint32_t* p) { return p ? p[1] : 0; }
+  static uint32_t* entries(uint32_t* p) { return p + 2; }
+  static const uint32_t* entries(const uint32_t* p) { return p + 2; }
+  static size_t bytes(const uint32_t* p, size_t stride) {
+    return p ? (2 + capacity(p) * stride) * sizeof(uint32_t) : 0;
+  }
+  // Resizes the allocation to hold cap entries (cap >= size).
+  static uint32_t* reallocate(uint32_t* p, size_t stride, uint32_t cap) {
+    auto* q = static_cast<uint32_t*>(std::malloc((2 + size_t{cap} * stride) * sizeof(uint32_t)));
+    if (!q) std::abort();
+    const uint32_t n = size(p);
+    q[0] = n;
+    q[1] = cap;
+    if (n) std::memcpy(q + 2, p + 2, size_t{n} * stride * sizeof(uint32_t));
+    std::free(p);
+    return q;
+  }
+  // Appends one entry (stride uint32s); grows by 1.5x.
+  static uint32_t* append(uint32_t* p, size_t stride, const uint32_t* entry) {
+    if (size(p) == capacity(p)) p = reallocate(p, stride, capacity(p) + capacity(p) / 2 + 2);
+    std::memcpy(p + 2 + size_t{p[0]} * stride, entry, stride * sizeof(uint32_t));
+    ++p[0];
+    return p;
+  }
+  // Moves the last entry into slot i and shrinks by one. Frees the array when empty.
+  static uint32_t* erase(uint32_t* p, size_t stride, uint32_t i) {
+    const uint32_t last = p[0] - 1;
+    if (i != last) std::memcpy(p + 2 + size_t{i} * stride, p + 2 + size_t{last} * stride, stride * sizeof(uint32_t));
+    p[0] = last;
+    if (last == 0) {
+      std::free(p);
+      return nullptr;
+    }
+    return p;
+  }
+  // Index of the entry whose first uint32 is id, or size.
+  static uint32_t find(const uint32_t* p, size_t stride, uint32_t id) {
+    const uint32_t n = size(p);
+    const uint32_t* e = entries(p);
+    for (uint32_t i = 0; i < n; ++i) {
+      if (e[size_t{i} * stride] == id) return i;
+    }
+    return n;
+  }
+};
+
+size_t stride_of(int cls) { return cls == k_general ? 1 : static_cast<size_t>(cls) + 1; }
+
+struct word_entry {
+  uint64_t hash = 0;
+  uint32_t text = 0;    // offset of the word in the text arena
+  uint32_t length = 0;  // 0: the id is free
+  uint32_t refs = 0;    // subscription clauses using the word
+  uint32_t** lists = nullptr;  // k_classes posting arrays, allocated with the first posting
+};
+
+struct phrase {
+  std::vector<uint32_t> words;
+  bool title = false;
+};
+
+// A clause that is not a plain conjunction of at most 8 words.
+struct general_clause {
+  uint32_t owner = k_none;  // index in generals_, k_none when the slot is free
+  uint32_t filed = k_none;  // the word whose class-8 array holds this clause
+  std::vector<uint32_t> must;        // every positive word, wherever it must appear
+  std::vector<uint32_t> must_title;  // single words that must appear in the title
+  std::vector<phrase> phrases;       // positive phrases (and multi-word title terms)
+  std::vector<uint32_t> not_words, not_title_words;
+  std::vector<phrase> not_phrases;
+};
+
+struct general_sub {
+  uint32_t id = k_none;
+  uint32_t stamp = 0;  // article stamp of the last match, so OR-ed clauses emit once
+  std::vector<uint32_t> clauses;
+};
+
+// Subscription table entry: class << 28 | filing word (plain), 8 << 28 | general index.
+constexpr uint32_t k_absent = 0xFFFFFFFFu;
+constexpr uint32_t k_word_mask = (1u << 28) - 1;
+
+}  // namespace
+
+struct index::impl {
+  explicit impl(index_options o) : parser(o.limits, o.frequent_words) {
+    slots.assign(1024, 0);
+    sketch.assign(2 * k_sketch_width, 0);
+  }
+
+  query_parser parser;
+
+  // ---- vocabulary: open addressing over (hash tag << 32 | word id + 1); 0 is empty.
+  std::vector<uint64_t> slots;
+  size_t used_slots = 0;
+  std::vector<word_entry> words;
+  std::vector<uint32_t> free_words;
+  std::string text;  // word text arena
+  size_t text_garbage = 0;
+
+  // ---- subscriptions
+  std::vector<uint32_t> subs;  // indexed by id
+  std::vector<general_sub> generals;
+  std::vector<uint32_t> free_generals;
+  std::vector<general_clause> clauses;
+  std::vector<uint32_t> free_clauses;
+  size_t general_count = 0;
+
+  // ---- per-article state, owned by match(); all clear between articles
+  std::vector<uint64_t> present;  // bit per word id: in the article
+  std::vector<uint64_t> in_title;  // bit per word id: in the title
+  std::vector<uint32_t> distinct;  // word ids set in the bitmaps
+  std::vector<uint32_t> sequence;  // word id per article word, k_none between title and content
+  size_t sequence_title = 0;
+  uint32_t stamp = 0;
+
+  // ---- frequencies: two rows of 16-bit counters
+  static constexpr size_t k_sketch_width = size_t{1} << 17;
+  std::vector<uint16_t> sketch;
+  size_t decay_cursor = 0;
+
+  // ---- maintenance cursor: the next word maintain() visits
+  uint32_t maintain_cursor = 0;
+
+  // ===== vocabulary =====
+  std::string_view word_text(uint32_t w) const { return {text.data() + words[w].text, words[w].length}; }
+
+  uint32_t find_word(uint64_t h, std::string_view s) const {
+    const size_t mask = slots.size() - 1;
+    const uint64_t tag = h >> 32;
+    for (size_t i = h & mask;; i = (i + 1) & mask) {
+      const uint64_t v = slots[i];
+      if (v == 0) return k_none;
+      if ((v >> 32) == tag) {
+        const uint32_t w = static_cast<uint32_t>(v) - 1;
+        if (word_text(w) == s) return w;
+      }
+    }
+  }
+
+  void insert_slot(uint64_t h, uint32_t w) {
+    const size_t mask = slots.size() - 1;
+    size_t i = h & mask;
+    while (slots[i] != 0) i = (i + 1) & mask;
+    slots[i] = ((h >> 32) << 32) | (uint64_t{w} + 1);
+  }
+
+  void grow_slots() {
+    std::vector<uint64_t> old = std::move(slots);
+    slots.assign(old.size() * 2, 0);
+    for (uint64_t v : old) {
+      if (v) insert_slot(words[static_cast<uint32_t>(v) - 1].hash, static_cast<uint32_t>(v) - 1);
+    }
+  }
+
+  // Removes word w's slot; backward-shift deletion keeps linear probing exact.
+  void erase_slot(uint32_t w) {
+    const size_t mask = slots.size() - 1;
+    size_t i = words[w].hash & mask;
+    while (static_cast<uint32_t>(slots[i]) != w + 1) i = (i + 1) & mask;
+    for (size_t j = (i + 1) & mask; slots[j] != 0; j = (j + 1) & mask) {
+      const size_t home = words[static_cast<uint32_t>(slots[j]) - 1].hash & mask;
+      // Move slots[j] into the hole at i if its home is not in (i, j] cyclically.
+      if (((j - home) & mask) >= ((j - i) & mask)) {
+        slots[i] = slots[j];
+        i = j;
+      }
+    }
+    slots[i] = 0;
+    --used_slots;
+  }
+
+  // Returns the id of word s, adding it with no references if new.
+  uint32_t intern(std::string_view s) {
+    const uint64_t h = word_hash(s);
+    if (uint32_t w = find_word(h, s); w != k_none) return w;
+    if ((used_slots + 1) * 2 > slots.size()) grow_slots();
+    uint32_t w;
+    if (!free_words.empty()) {
+      w = free_words.back();
+      free_words.pop_back();
+    } else {
+      w = static_cast<uint32_t>(words.size());
+      words.emplace_back();
+      if (words.size() > present.size() * 64) {
+        present.resize(present.size() + 64, 0);
+        in_title.resize(in_title.size() + 64, 0);
+      }
+    }
+    words[w].hash = h;
+    words[w].text = static_cast<uint32_t>(text.size());
+    words[w].length = static_cast<uint32_t>(s.size());
+    words[w].refs = 0;
+    text.append(s);
+    insert_slot(h, w);
+    ++used_slots;
+    return w;
+  }
+
+  void release(uint32_t w) {
+    if (--words[w].refs != 0) return;
+    erase_slot(w);
+    if (words[w].lists) {
+      for (int c = 0; c < k_classes; ++c) std::free(words[w].lists[c]);
+      delete[] words[w].lists;
+    }
+    text_garbage += words[w].length;
+    words[w] = word_entry{};
+    free_words.push_back(w);
+    if (text_garbage > 4096 && text_garbage * 2 > text.size()) compact_text();
+  }
+
+  void compact_text() {
+    std::string fresh;
+    fresh.reserve(text.size() - text_garbage);
+    for (auto& e : words) {
+      if (e.length == 0) continue;
+      const uint32_t at = static_cast<uint32_t>(fresh.size());
+      fresh.append(text, e.text, e.length);
+      e.text = at;
+    }
+    text = std::move(fresh);
+    text_garbage = 0;
+  }
+
+  uint32_t*& list(uint32_t w, int cls) {
+    if (!words[w].lists) {
+      words[w].lists = new uint32_t*[k_classes];
+      std::fill_n(words[w].lists, k_classes, nullptr);
+    }
+    return words[w].lists[cls];
+  }
+
+  // ===== frequencies =====
+  uint32_t frequency_of_hash(uint64_t h) const {
+    const uint16_t a = sketch[h & (k_sketch_width - 1)];
+    const uint16_t b = sketch[k_sketch_width + ((h >> 40) & (k_sketch_width - 1))];
+    return std::min(a, b);
+  }
+
+  void count(uint64_t h) {
+    uint16_t& a = sketch[h & (k_sketch_width - 1)];
+    uint16_t& b = sketch[k_sketch_width + ((h >> 40) & (k_sketch_width - 1))];
+    a = static_cast<uint16_t>(a + (a != 0xFFFF));
+    b = static_cast<uint16_t>(b + (b != 0xFFFF));
+  }
+
+  // Halves 8 counters per article: every counter once per 32768 articles, no pause.
+  void decay() {
+    for (int k = 0; k < 8; ++k) {
+      sketch[decay_cursor] >>= 1;
+      decay_cursor = (decay_cursor + 1) & (sketch.size() - 1);
+    }
+  }
+
+  // Rarer first; ties to the longer word (longer words are rarer), then the lower id.
+  bool rarer(uint32_t a, uint32_t b) const {
+    const uint32_t fa = frequency_of_hash(words[a].hash), fb = frequency_of_hash(words[b].hash);
+    if (fa != fb) return fa < fb;
+    if (words[a].length != words[b].length) return words[a].length > words[b].length;
+    return a < b;
+  }
+
+  uint32_t rarest(const uint32_t* w, size_t n) const {
+    uint32_t best = w[0];
+    for (size_t i = 1; i < n; ++i) {
+      if (rarer(w[i], best)) best = w[i];
+    }
+    return best;
+  }
+
+  // ===== subscriptions =====
+  static bool plain(const parsed_query& q) {
+    if (q.clauses.size() != 1 || !q.clauses[0].must_not.empty()) return false;
+    const auto& must = q.clauses[0].must;
+    if (must.empty() || must.size() > k_max_plain_words) return false;
+    for (const auto& t : must) {
+      if (t.title || t.words.size() != 1) return false;
+    }
+    return true;
+  }
+
+  void ensure_sub(uint32_t id) {
+    if (id >= subs.size()) subs.resize(std::max<size_t>(size_t{id} + 1, subs.size() + subs.size() / 2), k_absent);
+  }
+
+  void add_plain(uint32_t id, const query_clause& c) {
+    uint32_t ws[k_max_plain_words];
+    size_t n = 0;
+    for (const auto& t : c.must) {
+      const uint32_t w = intern(t.words[0]);
+      ++words[w].refs;
+      ws[n++] = w;
+    }
+    const uint32_t filed = rarest(ws, n);
+    uint32_t entry[k_max_plain_words + 1];
+    entry[0] = id;
+    size_t k = 1;
+    for (size_t i = 0; i < n; ++i) {
+      if (ws[i] != filed) entry[k++] = ws[i];
+    }
+    const int cls = static_cast<int>(n) - 1;
+    uint32_t*& l = list(filed, cls);
+    l = plist::append(l, stride_of(cls), entry);
+    subs[id] = (static_cast<uint32_t>(cls) << 28) | filed;
+  }
+
+  std::vector<uint32_t> intern_all(const std::vector<std::string>& ws) {
+    std::vector<uint32_t> ids;
+    ids.reserve(ws.size());
+    for (const auto& s : ws) {
+      const uint32_t w = intern(s);
+      ++words[w].refs;
+      ids.push_back(w);
+    }
+    return ids;
+  }
+
+  void add_general(uint32_t id, const parsed_query& q) {
+    uint32_t g;
+    if (!free_generals.empty()) {
+      g = free_generals.back();
+      free_generals.pop_back();
+    } else {
+      g = static_cast<uint32_t>(generals.size());
+      generals.emplace_back();
+    }
+    generals[g] = general_sub{id, stamp, {}};
+    for (const auto& qc : q.clauses) {
+      general_clause gc;
+      gc.owner = g;
+      for (const auto& t : qc.must) {
+        auto ids = intern_all(t.words);
+        gc.must.insert(gc.must.end(), ids.begin(), ids.end());
+        if (ids.size() == 1 && t.title) {
+          gc.must_title.push_back(ids[0]);
+        } else if (ids.size() > 1) {
+          gc.phrases.push_back({std::move(ids), t.title});
+        }
+      }
+      for (const auto& t : qc.must_not) {
+        auto ids = intern_all(t.words);
+        if (ids.size() == 1) {
+          (t.title ? gc.not_title_words : gc.not_words).push_back(ids[0]);
+        } else {
+          gc.not_phrases.push_back({std::move(ids), t.title});
+        }
+      }
+      gc.filed = rarest(gc.must.data(), gc.must.size());
+      uint32_t slot;
+      if (!free_clauses.empty()) {
+        slot = free_clauses.back();
+        free_clauses.pop_back();
+      } else {
+        slot = static_cast<uint32_t>(clauses.size());
+        clauses.emplace_back();
+      }
+      uint32_t*& l = list(gc.filed, k_general);
+      l = plist::append(l, 1, &slot);
+      clauses[slot] = std::move(gc);
+      generals[g].clauses.push_back(slot);
+    }
+    subs[id] = (uint32_t{k_general} << 28) | g;
+    ++general_count;
+  }
+
+  void release_clause_words(const general_clause& gc) {
+    // must holds the positive words (phrase words included) once per occurrence.
+    for (uint32_t w : gc.must) release(w);
+    for (uint32_t w : gc.not_words) release(w);
+    for (uint32_t w : gc.not_title_words) release(w);
+    for (const auto& p : gc.not_phrases) {
+      for (uint32_t w : p.words) release(w);
+    }
+  }
+
+  void remove_sub(uint32_t id) {
+    const uint32_t rec = subs[id];
+    const int cls = static_cast<int>(rec >> 28);
+    const uint32_t ref = rec & k_word_mask;
+    subs[id] = k_absent;
+    if (cls != k_general) {
+      const size_t stride = stride_of(cls);
+      uint32_t*& l = words[ref].lists[cls];
+      const uint32_t i = plist::find(l, stride, id);
+      uint32_t others[k_max_plain_words];
+      std::memcpy(others, plist::entries(l) + size_t{i} * stride + 1, (stride - 1) * sizeof(uint32_t));
+      l = plist::erase(l, stride, i);
+      for (size_t k = 0; k + 1 < stride; ++k) release(others[k]);
+      release(ref);
+      return;
+    }
+    general_sub& gs = generals[ref];
+    for (uint32_t slot : gs.clauses) {
+      general_clause& gc = clauses[slot];
+      uint32_t*& l = words[gc.filed].lists[k_general];
+      l = plist::erase(l, 1, plist::find(l, 1, slot));
+      release_clause_words(gc);
+      gc = general_clause{};
+      free_clauses.push_back(slot);
+    }
+    gs = general_sub{};
+    free_generals.push_back(ref);
+    --general_count;
+  }
+
+  // ===== matching =====
+  bool bit(const std::vector<uint64_t>& b, uint32_t w) const { return (b[w >> 6] >> (w & 63)) & 1; }
+
+  bool has_phrase(const phrase& p) const {
+    const size_t n = p.words.size();
+    const size_t end = p.title ? sequence_title : sequence.size();
+    for (size_t i = 0; i + n <= end; ++i) {
+      if (sequence[i] != p.words[0]) continue;
+      size_t k = 1;
+      while (k < n && sequence[i + k] == p.words[k]) ++k;
+      if (k == n) return true;
+    }
+    return false;
+  }
+
+  bool verify(const general_clause& gc) const {
+    for (uint32_t w : gc.must) {
+      if (!bit(present, w)) return false;
+    }
+    for (uint32_t w : gc.must_title) {
+      if (!bit(in_title, w)) return false;
+    }
+    for (uint32_t w : gc.not_words) {
+      if (bit(present, w)) return false;
+    }
+    for (uint32_t w : gc.not_title_words) {
+      if (bit(in_title, w)) return false;
+    }
+    for (const auto& p : gc.phrases) {
+      if (!has_phrase(p)) return false;
+    }
+    for (const auto& p : gc.not_phrases) {
+      if (has_phrase(p)) return false;
+    }
+    return true;
+  }
+
+  // Entries of class K (K other words): out[n] = id when all K other bits are set.
+  // Branch-free: every candidate is written, n advances only on a match.
+  template <int K>
+  size_t scan(const uint32_t* e, uint32_t count, uint32_t* ids, uint32_t* where, size_t n) const {
+    const uint64_t* bits = present.data();
+    for (uint32_t i = 0; i < count; ++i, e += K + 1) {
+      uint64_t ok = 1;
+      for (int k = 1; k <= K; ++k) ok &= bits[e[k] >> 6] >> (e[k] & 63);
+      ids[n] = e[0];
+      where[n] = (uint32_t{K} << 28) | i;
+      n += ok & 1;
+    }
+    return n;
+  }
+
+  void prepare(const article& a, bool want_sequence) {
+    ++stamp;
+    distinct.clear();
+    sequence.clear();
+    const size_t n = a.size();
+    const size_t title = a.title_words();
+    for (size_t i = 0; i < n; ++i) {
+      const uint64_t h = a.hash(i);
+      count(h);
+      if (i == title && want_sequence) {
+        sequence_title = sequence.size();
+        sequence.push_back(k_none);
+      }
+      const uint32_t w = find_word(h, a.word(i));
+      if (want_sequence) sequence.push_back(w);
+      if (w == k_none) continue;
+      uint64_t& word = present[w >> 6];
+      const uint64_t m = uint64_t{1} << (w & 63);
+      if (!(word & m)) {
+        word |= m;
+        distinct.push_back(w);
+      }
+      if (i < title) in_title[w >> 6] |= m;
+    }
+    if (want_sequence && title >= n) sequence_title = sequence.size();
+    decay();
+  }
+
+  void finish_article() {
+    for (uint32_t w : distinct) {
+      present[w >> 6] = 0;
+      in_title[w >> 6] = 0;
+    }
+  }
+
+  void match(const article& a, match_result& out) {
+    out.ids_.clear();
+    out.where_.clear();
+    out.segments_.clear();
+    out.stats_ = {};
+    prepare(a, general_count != 0);
+    out.stats_.article_words = a.size();
+    out.stats_.vocabulary_hits = distinct.size();
+    size_t n = 0;
+    for (uint32_t w : distinct) {
+      uint32_t** lists = words[w].lists;
+      if (!lists) continue;
+      size_t need = 0;
+      for (int c = 0; c < k_classes; ++c) need += plist::size(lists[c]);
+      if (need == 0) continue;
+      // resize(n) first: reserve() keeps only size() elements when it reallocates.
+      out.ids_.resize(n);
+      out.ids_.reserve(n + need);
+      out.where_.resize(n);
+      out.where_.reserve(n + need);
+      out.segments_.emplace_back(static_cast<uint32_t>(n), w);
+      uint32_t* ids = out.ids_.data();
+      uint32_t* where = out.where_.data();
+      out.stats_.postings += need;
+      if (const uint32_t* l = lists[0]) {
+        // Single-word clauses match outright: one bulk copy.
+        const uint32_t count = plist::size(l);
+        std::memcpy(ids + n, plist::entries(l), count * sizeof(uint32_t));
+        for (uint32_t i = 0; i < count; ++i) where[n + i] = i;
+        n += count;
+      }
+      out.stats_.candidates += need - plist::size(lists[0]);
+      if (lists[1]) n = scan<1>(plist::entries(lists[1]), plist::size(lists[1]), ids, where, n);
+      if (lists[2]) n = scan<2>(plist::entries(lists[2]), plist::size(lists[2]), ids, where, n);
+      if (lists[3]) n = scan<3>(plist::entries(lists[3]), plist::size(lists[3]), ids, where, n);
+      if (lists[4]) n = scan<4>(plist::entries(lists[4]), plist::size(lists[4]), ids, where, n);
+      if (lists[5]) n = scan<5>(plist::entries(lists[5]), plist::size(lists[5]), ids, where, n);
+      if (lists[6]) n = scan<6>(plist::entries(lists[6]), plist::size(lists[6]), ids, where, n);
+      if (lists[7]) n = scan<7>(plist::entries(lists[7]), plist::size(lists[7]), ids, where, n);
+      if (const uint32_t* l = lists[k_general]) {
+        const uint32_t count = plist::size(l);
+        const uint32_t* e = plist::entries(l);
+        for (uint32_t i = 0; i < count; ++i) {
+          const general_clause& gc = clauses[e[i]];
+          general_sub& gs = generals[gc.owner];
+          if (gs.stamp == stamp || !verify(gc)) continue;
+          gs.stamp = stamp;
+          ids[n] = gs.id;
+          where[n] = (uint32_t{k_general} << 28) | i;
+          ++n;
+        }
+      }
+    }
+    out.ids_.resize(n);
+    out.where_.resize(n);
+    finish_article();
+  }
+
+  // ===== maintenance =====
+  // Re-files the entries of word w's arrays whose rarest word is now at most half as
+  // frequent; trims slack. Returns entries examined; adds moves to *moved.
+  size_t maintain_word(uint32_t w, size_t* moved) {
+    size_t examined = 0;
+    if (!words[w].lists || words[w].length == 0) return 0;
+    const uint32_t fw = frequency_of_hash(words[w].hash);
+    for (int cls = 0; cls < k_classes; ++cls) {
+      const size_t stride = stride_of(cls);
+      uint32_t i = 0;
+      while (i < plist::size(words[w].lists[cls])) {
+        ++examined;
+        uint32_t* e = plist::entries(words[w].lists[cls]) + size_t{i} * stride;
+        uint32_t best = w;
+        if (cls == k_general) {
+          const general_clause& gc = clauses[e[0]];
+          best = rarest(gc.must.data(), gc.must.size());
+        } else {
+          for (size_t k = 1; k < stride; ++k) {
+            if (rarer(e[k], best)) best = e[k];
+          }
+        }
+        if (best == w || frequency_of_hash(words[best].hash) * 2 >= fw) {
+          ++i;
+          continue;
+        }
+        uint32_t entry[k_max_plain_words + 1];
+        std::memcpy(entry, e, stride * sizeof(uint32_t));
+        if (cls == k_general) {
+          clauses[entry[0]].filed = best;
+        } else {
+          for (size_t k = 1; k < stride; ++k) {
+            if (entry[k] == best) entry[k] = w;
+          }
+          subs[entry[0]] = (static_cast<uint32_t>(cls) << 28) | best;
+        }
+        uint32_t*& to = list(best, cls);
+        to = plist::append(to, stride, entry);
+        uint32_t*& from = words[w].lists[cls];
+        from = plist::erase(from, stride, i);
+        ++*moved;
+      }
+      uint32_t*& l = words[w].lists[cls];
+      if (l && plist::capacity(l) > plist::size(l) + plist::size(l) / 8 + 2) {
+        l = plist::reallocate(l, stride, plist::size(l));
+      }
+    }
+    return examined;
+  }
+};
+
+index::index(index_options options) : impl_(std::make_unique<impl>(std::move(options))) {}
+index::~index() {
+  for (auto& e : impl_->words) {
+    if (!e.lists) continue;
+    for (int c = 0; c < k_classes; ++c) std::free(e.lists[c]);
+    delete[] e.lists;
+  }
+}
+
+const query_parser& index::parser() const { return impl_->parser; }
+
+std::string index::add(uint32_t id, std::string_view query) {
+  parsed_query q;
+  if (auto err = impl_->parser.parse(query, q); !err.empty()) return err;
+  add(id, q);
+  return {};
+}
+
+void index::add(uint32_t id, const parsed_query& q) {
+  auto& m = *impl_;
+  m.ensure_sub(id);
+  if (m.subs[id] != k_absent) {
+    m.remove_sub(id);
+  } else {
+    ++subscriptions_;
+  }
+  if (impl::plain(q)) {
+    m.add_plain(id, q.clauses[0]);
+  } else {
+    m.add_general(id, q);
+  }
+}
+
+bool index::remove(uint32_t id) {
+  auto& m = *impl_;
+  if (id >= m.subs.size() || m.subs[id] == k_absent) return false;
+  m.remove_sub(id);
+  --subscriptions_;
+  return true;
+}
+
+bool index::contains(uint32_t id) const {
+  return id < impl_->subs.size() && impl_->subs[id] != k_absent;
+}
+
+void index::match(const article& a, match_result& out) { impl_->match(a, out); }
+
+void index::observe(const article& a) {
+  impl_->prepare(a, false);
+  impl_->finish_article();
+}
+
+void index::matched_words(const match_result& r, size_t k, std::vector<std::string_view>& out) const {
+  const auto& m = *impl_;
+  out.clear();
+  auto seg = std::upper_bound(r.segments_.begin(), r.segments_.end(), static_cast<uint32_t>(k),
+                              [](uint32_t v, const auto& s) { return v < s.first; });
+  const uint32_t w = std::prev(seg)->second;
+  const int cls = static_cast<int>(r.where_[k] >> 28);
+  const uint32_t i = r.where_[k] & k_word_mask;
+  const uint32_t* e = plist::entries(m.words[w].lists[cls]);
+  if (cls == k_general) {
+    const general_clause& gc = m.clauses[e[i]];
+    for (uint32_t x : gc.must) {
+      const auto s = m.word_text(x);
+      if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
+    }
+    return;
+  }
+  out.push_back(m.word_text(w));
+  const size_t stride = stride_of(cls);
+  for (size_t j = 1; j < stride; ++j) out.push_back(m.word_text(e[i * stride + j]));
+}
+
+size_t index::maintain(size_t budget) {
+  auto& m = *impl_;
+  size_t moved = 0, examined = 0;
+  const size_t n = m.words.size();
+  for (size_t visited = 0; visited < n && examined < budget; ++visited) {
+    if (m.maintain_cursor >= n) m.maintain_cursor = 0;
+    examined += m.maintain_word(m.maintain_cursor, &moved) + 1;
+    ++m.maintain_cursor;
+  }
+  return moved;
+}
+
+uint32_t index::frequency(std::string_view word) const {
+  return impl_->frequency_of_hash(word_hash(word));
+}
+
+size_t index::vocabulary_size() const { return impl_->words.size() - impl_->free_words.size(); }
+
+index::memory index::memory_usage() const {
+  const auto& m = *impl_;
+  memory r;
+  for (const auto& e : m.words) {
+    if (!e.lists) continue;
+    r.postings += k_classes * sizeof(uint32_t*);
+    for (int c = 0; c < k_classes; ++c) r.postings += plist::bytes(e.lists[c], stride_of(c));
+  }
+  r.vocabulary = m.slots.capacity() * sizeof(uint64_t) + m.words.capacity() * sizeof(word_entry) +
+                 m.text.capacity() + m.free_words.capacity() * sizeof(uint32_t) +
+                 (m.present.capacity() + m.in_title.capacity()) * sizeof(uint64_t);
+  r.subscriptions = m.subs.capacity() * sizeof(uint32_t) +
+                    m.generals.capacity() * sizeof(general_sub) +
+                    m.clauses.capacity() * sizeof(general_clause);
+  for (const auto& g : m.generals) r.subscriptions += g.clauses.capacity() * sizeof(uint32_t);
+  for (const auto& c : m.clauses) {
+    r.subscriptions += (c.must.capacity() + c.must_title.capacity() + c.not_words.capacity() +
+                        c.not_title_words.capacity()) * sizeof(uint32_t);
+    for (const auto& p : c.phrases) r.subscriptions += sizeof(phrase) + p.words.capacity() * sizeof(uint32_t);
+    for (const auto& p : c.not_phrases) r.subscriptions += sizeof(phrase) + p.words.capacity() * sizeof(uint32_t);
+  }
+  r.frequency_sketch = m.sketch.capacity() * sizeof(uint16_t);
+  return r;
+}
+
+}  // namespace feedplane::matcher

@@ -1,0 +1,415 @@
+// Query parser: lexer, recursive descent into query_node, then disjunctive normal form.
+#include "feedplane/matcher/query.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+namespace feedplane::matcher {
+
+const std::vector<std::string>& default_frequent_words() {
+  // The first 29 lines of bench/workload/data/english_by_rank.txt.
+  static const std::vector<std::string> words = {
+      "the", "you",  "of",   "i",  "and",  "to",  "in", "that", "was", "it",
+      "is",  "me",   "for",  "what", "as", "this", "on", "know", "with", "by",
+      "no",  "he",   "have", "at", "my",   "from", "his", "just", "an"};
+  return words;
+}
+
+namespace {
+
+enum class tok : uint8_t { end, lparen, rparen, op_or, op_and, op_not, minus, title, word };
+
+struct token {
+  tok type;
+  size_t column;                   // 1-based
+  std::vector<std::string> words;  // tok::word: one word, or a phrase
+  bool quoted = false;
+};
+
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+bool ends_bare(char c) { return is_space(c) || c == '(' || c == ')' || c == '"'; }
+
+class parser {
+ public:
+  parser(std::string_view text, token_buffer& scratch) : text_(text), scratch_(scratch) {}
+
+  std::string run(query_node& out) {
+    if (auto err = lex(); !err.empty()) return err;
+    if (tokens_.size() == 1) return "empty query: it has no words";
+    if (auto err = parse_or(out); !err.empty()) return err;
+    if (peek().type == tok::rparen) {
+      return "unbalanced parentheses: ')' at column " + std::to_string(peek().column) +
+             " has no matching '('";
+    }
+    return {};
+  }
+
+ private:
+  std::vector<std::string> fold(std::string_view s) {
+    scratch_.clear();
+    tokenize(s, scratch_);
+    std::vector<std::string> words;
+    words.reserve(scratch_.size());
+    for (size_t i = 0; i < scratch_.size(); ++i) words.emplace_back(scratch_.word(i));
+    return words;
+  }
+
+  std::string lex() {
+    size_t i = 0;
+    const size_t n = text_.size();
+    while (i < n) {
+      const char c = text_[i];
+      const size_t column = i + 1;
+      if (is_space(c)) {
+        ++i;
+      } else if (c == '(') {
+        tokens_.push_back({tok::lparen, column, {}});
+        ++i;
+      } else if (c == ')') {
+        tokens_.push_back({tok::rparen, column, {}});
+        ++i;
+      } else if (c == '"') {
+        const size_t close = text_.find('"', i + 1);
+        if (close == std::string_view::npos) {
+          return "unbalanced quotes: the '\"' at column " + std::to_string(column) +
+                 " is never closed";
+        }
+        auto words = fold(text_.substr(i + 1, close - i - 1));
+        if (words.empty()) return "empty quoted phrase at column " + std::to_string(column);
+        tokens_.push_back({tok::word, column, std::move(words), true});
+        i = close + 1;
+      } else if (c == '-' && i + 1 < n && !is_space(text_[i + 1]) && text_[i + 1] != ')') {
+        tokens_.push_back({tok::minus, column, {}});
+        ++i;
+      } else if (c == '-' && (i + 1 == n || is_space(text_[i + 1]) || text_[i + 1] == ')')) {
+        return "'-' at column " + std::to_string(column) +
+               " must be followed directly by a word, phrase or group to exclude";
+      } else if (text_.substr(i, 6) == "title:") {
+        if (i + 6 == n || is_space(text_[i + 6]) || text_[i + 6] == ')') {
+          return "'title:' at column " + std::to_string(column) +
+                 " must be followed directly by a word, phrase or group";
+        }
+        tokens_.push_back({tok::title, column, {}});
+        i += 6;
+      } else {
+        size_t j = i;
+        while (j < n && !ends_bare(text_[j])) ++j;
+        const std::string_view bare = text_.substr(i, j - i);
+        if (bare == "OR") {
+          tokens_.push_back({tok::op_or, column, {}});
+        } else if (bare == "AND") {
+          tokens_.push_back({tok::op_and, column, {}});
+        } else if (bare == "NOT") {
+          tokens_.push_back({tok::op_not, column, {}});
+        } else if (auto words = fold(bare); !words.empty()) {
+          tokens_.push_back({tok::word, column, std::move(words)});
+        }  // punctuation alone ("&", "|") carries no word: skipped
+        i = j;
+      }
+    }
+    tokens_.push_back({tok::end, n + 1, {}});
+    return {};
+  }
+
+  const token& peek() const { return tokens_[pos_]; }
+  static bool ends_operand(tok t) {
+    return t == tok::end || t == tok::rparen || t == tok::op_or || t == tok::op_and;
+  }
+  static const char* name(tok t) {
+    switch (t) {
+      case tok::op_or: return "OR";
+      case tok::op_and: return "AND";
+      case tok::op_not: return "NOT";
+      case tok::minus: return "'-'";
+      case tok::title: return "'title:'";
+      default: return "?";
+    }
+  }
+
+  std::string parse_or(query_node& out) {
+    std::vector<query_node> alternatives(1);
+    if (auto err = parse_and(alternatives.back()); !err.empty()) return err;
+    while (peek().type == tok::op_or) {
+      const size_t column = peek().column;
+      ++pos_;
+      if (ends_operand(peek().type)) {
+        return "OR at column " + std::to_string(column) + " has nothing after it";
+      }
+      alternatives.emplace_back();
+      if (auto err = parse_and(alternatives.back()); !err.empty()) return err;
+    }
+    if (alternatives.size() == 1) {
+      out = std::move(alternatives[0]);
+    } else {
+      out.type = query_node::kind::any;
+      out.children = std::move(alternatives);
+    }
+    return {};
+  }
+
+  std::string parse_and(query_node& out) {
+    std::vector<query_node> items;
+    while (true) {
+      const tok t = peek().type;
+      if (t == tok::end || t == tok::rparen || t == tok::op_or) break;
+      if (t == tok::op_and) {
+        const size_t column = peek().column;
+        if (items.empty()) return "AND at column " + std::to_string(column) + " has nothing before it";
+        ++pos_;
+        if (ends_operand(peek().type)) {
+          return "AND at column " + std::to_string(column) + " has nothing after it";
+        }
+        continue;
+      }
+      items.emplace_back();
+      if (auto err = parse_unary(items.back()); !err.empty()) return err;
+    }
+    if (items.empty()) {
+      const token& t = peek();
+      if (t.type == tok::op_or) return "OR at column " + std::to_string(t.column) + " has nothing before it";
+      if (t.type == tok::rparen) {
+        if (pos_ > 0 && tokens_[pos_ - 1].type == tok::lparen) {
+          return "empty parentheses at column " + std::to_string(tokens_[pos_ - 1].column);
+        }
+        return "unbalanced parentheses: ')' at column " + std::to_string(t.column) +
+               " has no matching '('";
+      }
+      return "empty query: it has no words";
+    }
+    if (items.size() == 1) {
+      out = std::move(items[0]);
+    } else {
+      out.type = query_node::kind::all;
+      out.children = std::move(items);
+    }
+    return {};
+  }
+
+  std::string parse_unary(query_node& out) {
+    const token& t = peek();
+    if (t.type == tok::op_not || t.type == tok::minus || t.type == tok::title) {
+      const tok type = t.type;
+      const size_t column = t.column;
+      ++pos_;
+      if (ends_operand(peek().type)) {
+        return std::string(name(type)) + " at column " + std::to_string(column) +
+               " has nothing to apply to";
+      }
+      query_node child;
+      if (auto err = parse_unary(child); !err.empty()) return err;
+      if (type == tok::title) {
+        set_title(child);
+        out = std::move(child);
+      } else {
+        out.type = query_node::kind::negate;
+        out.children.push_back(std::move(child));
+      }
+      return {};
+    }
+    if (t.type == tok::lparen) {
+      const size_t column = t.column;
+      ++pos_;
+      if (peek().type == tok::rparen) return "empty parentheses at column " + std::to_string(column);
+      if (auto err = parse_or(out); !err.empty()) return err;
+      if (peek().type != tok::rparen) {
+        return "unbalanced parentheses: '(' at column " + std::to_string(column) +
+               " is never closed";
+      }
+      ++pos_;
+      return {};
+    }
+    if (t.type == tok::word) {
+      out.type = query_node::kind::term;
+      out.term.words = std::move(tokens_[pos_].words);
+      ++pos_;
+      return {};
+    }
+    return "unexpected token at column " + std::to_string(t.column);  // unreachable
+  }
+
+  static void set_title(query_node& node) {
+    node.term.title = true;
+    for (auto& c : node.children) set_title(c);
+  }
+
+  std::string_view text_;
+  token_buffer& scratch_;
+  std::vector<token> tokens_;
+  size_t pos_ = 0;
+};
+
+size_t count_words(const query_node& node) {
+  size_t n = node.type == query_node::kind::term ? node.term.words.size() : 0;
+  for (const auto& c : node.children) n += count_words(c);
+  return n;
+}
+
+using dnf = std::vector<query_clause>;
+
+// Disjunctive normal form of node (negated if `negated`), with De Morgan for NOT.
+// Fails if an intermediate form has more than limit clauses.
+bool to_dnf(const query_node& node, bool negated, size_t limit, dnf& out) {
+  using kind = query_node::kind;
+  switch (node.type) {
+    case kind::term: {
+      query_clause c;
+      (negated ? c.must_not : c.must).push_back(node.term);
+      out.push_back(std::move(c));
+      return true;
+    }
+    case kind::negate:
+      return to_dnf(node.children[0], !negated, limit, out);
+    case kind::any:
+    case kind::all: {
+      if ((node.type == kind::any) != negated) {  // a union of the children's forms
+        for (const auto& child : node.children) {
+          dnf part;
+          if (!to_dnf(child, negated, limit, part)) return false;
+          for (auto& c : part) out.push_back(std::move(c));
+          if (out.size() > limit) return false;
+        }
+        return true;
+      }
+      dnf acc(1);  // a product: one empty clause, times each child's form
+      for (const auto& child : node.children) {
+        dnf part;
+        if (!to_dnf(child, negated, limit, part)) return false;
+        if (acc.size() * part.size() > limit) return false;
+        dnf next;
+        next.reserve(acc.size() * part.size());
+        for (const auto& a : acc) {
+          for (const auto& p : part) {
+            query_clause c = a;
+            c.must.insert(c.must.end(), p.must.begin(), p.must.end());
+            c.must_not.insert(c.must_not.end(), p.must_not.begin(), p.must_not.end());
+            next.push_back(std::move(c));
+          }
+        }
+        acc = std::move(next);
+      }
+      for (auto& c : acc) out.push_back(std::move(c));
+      return out.size() <= limit;
+    }
+  }
+  return false;
+}
+
+void dedupe(std::vector<query_term>& terms) {
+  std::vector<query_term> kept;
+  for (auto& t : terms) {
+    if (std::find(kept.begin(), kept.end(), t) == kept.end()) kept.push_back(std::move(t));
+  }
+  terms = std::move(kept);
+}
+
+// True if the clause cannot match any article: it excludes what it requires.
+bool contradictory(const query_clause& c) {
+  for (const auto& no : c.must_not) {
+    for (const auto& yes : c.must) {
+      if (no == yes) return true;
+      if (no.words.size() == 1 && (!no.title || yes.title) &&
+          std::find(yes.words.begin(), yes.words.end(), no.words[0]) != yes.words.end()) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+bool same_clause(const query_clause& a, const query_clause& b) {
+  auto same_set = [](const std::vector<query_term>& x, const std::vector<query_term>& y) {
+    if (x.size() != y.size()) return false;
+    for (const auto& t : x) {
+      if (std::find(y.begin(), y.end(), t) == y.end()) return false;
+    }
+    return true;
+  };
+  return same_set(a.must, b.must) && same_set(a.must_not, b.must_not);
+}
+
+}  // namespace
+
+query_parser::query_parser(query_limits limits, const std::vector<std::string>& frequent)
+    : limits_(limits), frequent_(frequent.begin(), frequent.end()) {}
+
+bool query_parser::is_frequent(std::string_view word) const {
+  return frequent_.count(std::string(word)) != 0;
+}
+
+std::string query_parser::parse(std::string_view text, parsed_query& out) {
+  out.tree = {};
+  out.clauses.clear();
+  if (auto err = parser(text, scratch_).run(out.tree); !err.empty()) return err;
+  if (const size_t words = count_words(out.tree); words > limits_.max_words) {
+    return "too many words: " + std::to_string(words) + " (the limit is " +
+           std::to_string(limits_.max_words) + ")";
+  }
+  dnf clauses;
+  if (!to_dnf(out.tree, false, limits_.max_clauses, clauses)) {
+    return "too many alternatives: the query expands to more than " +
+           std::to_string(limits_.max_clauses) + " AND-clauses (OR and NOT multiply out)";
+  }
+  for (auto& c : clauses) {
+    dedupe(c.must);
+    dedupe(c.must_not);
+    if (contradictory(c)) continue;
+    bool seen = false;
+    for (const auto& kept : out.clauses) seen |= same_clause(kept, c);
+    if (!seen) out.clauses.push_back(std::move(c));
+  }
+  if (out.clauses.empty()) {
+    return "the query can never match: every alternative excludes a word it requires";
+  }
+  for (const auto& c : out.clauses) {
+    if (c.must.empty()) {
+      std::string what = to_string(query_node{query_node::kind::term, c.must_not[0], {}});
+      return "only exclusions: an alternative excludes " + what +
+             " but requires no word; add a word that must appear";
+    }
+    bool all_frequent = true;
+    for (const auto& t : c.must) {
+      for (const auto& w : t.words) all_frequent &= is_frequent(w);
+    }
+    if (all_frequent) {
+      return "only very frequent words: " +
+             to_string(query_node{query_node::kind::term, c.must[0], {}}) +
+             " would match nearly every article; add a rarer word";
+    }
+  }
+  return {};
+}
+
+std::string to_string(const query_node& node) {
+  using kind = query_node::kind;
+  switch (node.type) {
+    case kind::term: {
+      std::string s = node.term.title ? "title:" : "";
+      const bool quote = node.term.words.size() != 1;
+      if (quote) s += '"';
+      for (size_t i = 0; i < node.term.words.size(); ++i) {
+        if (i) s += ' ';
+        s += node.term.words[i];
+      }
+      if (quote) s += '"';
+      return s;
+    }
+    case kind::negate:
+      return "-" + (node.children[0].type == kind::term ? to_string(node.children[0])
+                                                         : "(" + to_string(node.children[0]) + ")");
+    case kind::all:
+    case kind::any: {
+      std::string s;
+      for (size_t i = 0; i < node.children.size(); ++i) {
+        if (i) s += node.type == kind::any ? " OR " : " ";
+        const auto& c = node.children[i];
+        const bool group = c.type == kind::any || (c.type == kind::all && node.type == kind::all);
+        s += group ? "(" + to_string(c) + ")" : to_string(c);
+      }
+      return s;
+    }
+  }
+  return {};
+}
+
+}  // namespace feedplane::matcher

@@ -1,0 +1,179 @@
+// Normaliser and tokenizer: the documented rules, and the SIMD kernel against the scalar
+// one and both against the code-point-at-a-time reference.
+#include <gtest/gtest.h>
+#include <hwy/targets.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "feedplane/matcher/text.h"
+
+namespace fm = feedplane::matcher;
+
+namespace {
+
+std::vector<std::string> words_of(const fm::token_buffer& t) {
+  std::vector<std::string> w;
+  for (size_t i = 0; i < t.size(); ++i) w.emplace_back(t.word(i));
+  return w;
+}
+
+std::vector<std::string> simd(std::string_view s) {
+  fm::token_buffer t;
+  fm::tokenize(s, t);
+  return words_of(t);
+}
+std::vector<std::string> scalar(std::string_view s) {
+  fm::token_buffer t;
+  fm::tokenize_scalar(s, t);
+  return words_of(t);
+}
+std::vector<std::string> reference(std::string_view s) {
+  fm::token_buffer t;
+  fm::tokenize_reference(s, t);
+  return words_of(t);
+}
+std::string visible(std::string_view html) {
+  std::string out;
+  fm::html_to_text(html, out);
+  return out;
+}
+
+using W = std::vector<std::string>;
+
+TEST(MatcherText, DocumentedRules) {
+  EXPECT_EQ(simd("Hello, World!"), (W{"hello", "world"}));
+  EXPECT_EQ(simd("don't"), (W{"don", "t"}));
+  EXPECT_EQ(simd("don\u2019t"), (W{"don", "t"}));
+  EXPECT_EQ(simd("e-mail"), (W{"e", "mail"}));
+  EXPECT_EQ(simd("U.S."), (W{"u", "s"}));
+  EXPECT_EQ(simd("snake_case"), (W{"snake", "case"}));
+  EXPECT_EQ(simd("C++ and g++"), (W{"c++", "and", "g++"}));
+  EXPECT_EQ(simd("c++11"), (W{"c", "11"}));
+  EXPECT_EQ(simd("a+b"), (W{"a", "b"}));
+  EXPECT_EQ(simd("+c"), (W{"c"}));
+  EXPECT_EQ(simd("c+"), (W{"c+"}));
+  EXPECT_EQ(simd("c++\u00e9"), (W{"c", "\u00e9"}));
+  EXPECT_EQ(simd("c++\u2014"), (W{"c++"}));
+  EXPECT_EQ(simd("3.14 and 42"), (W{"3", "14", "and", "42"}));
+  EXPECT_EQ(simd(""), W{});
+  EXPECT_EQ(simd("  ,;  "), W{});
+}
+
+TEST(MatcherText, UnicodeFolding) {
+  EXPECT_EQ(simd("Stra\u00dfe"), (W{"strasse"}));
+  EXPECT_EQ(simd("CAF\u00c9 caf\u00e9"), (W{"caf\u00e9", "caf\u00e9"}));
+  EXPECT_EQ(simd("cafe\u0301"), (W{"caf\u00e9"}));  // composed (NFC)
+  EXPECT_EQ(simd("\ufb01le"), (W{"file"}));          // ligature (NFKC)
+  EXPECT_EQ(simd("\uff21\uff22\uff23"), (W{"abc"}));  // full width
+  EXPECT_EQ(simd("\u039a\u03b1\u03bb\u03b7\u03bc\u03ad\u03c1\u03b1"), (W{"\u03ba\u03b1\u03bb\u03b7\u03bc\u03ad\u03c1\u03b1"}));
+  EXPECT_EQ(simd("hy\u00adphen"), (W{"hyphen"}));     // soft hyphen stays inside
+  EXPECT_EQ(simd("zero\u200bwidth"), (W{"zero", "width"}));
+  EXPECT_EQ(simd("\u4e2d\u6587 text"), (W{"\u4e2d\u6587", "text"}));
+  EXPECT_EQ(simd("bad\xff\xfe" "bytes"), (W{"bad", "bytes"}));
+  EXPECT_EQ(simd("emoji\U0001F600face"), (W{"emoji", "face"}));
+}
+
+TEST(MatcherText, Markup) {
+  EXPECT_EQ(simd(visible("<div class=\"center-wrap\">hello</div>")), (W{"hello"}));
+  EXPECT_EQ(simd(visible("<p>one</p><p>two</p>")), (W{"one", "two"}));
+  EXPECT_EQ(simd(visible("<b>Fire</b>fox")), (W{"firefox"}));
+  EXPECT_EQ(simd(visible("a<script>var center = 1;</script>b<style>.x{}</style>c")), (W{"a", "b", "c"}));
+  EXPECT_EQ(simd(visible("x<SCRIPT type='a'>if (a<b) y()</SCRIPT>z")), (W{"x", "z"}));
+  EXPECT_EQ(simd(visible("AT&amp;T &lt;tag&gt; caf&eacute; &#233;t&#xE9; &mdash;")),
+            (W{"at", "t", "tag", "caf\u00e9", "\u00e9t\u00e9"}));
+  EXPECT_EQ(simd(visible("a <!-- hidden center --> b")), (W{"a", "b"}));
+  EXPECT_EQ(simd(visible("1 < 2 & 3")), (W{"1", "2", "3"}));
+  EXPECT_EQ(simd(visible("<a href=\"x\" title='center'>link</a>")), (W{"link"}));
+  EXPECT_EQ(simd(visible("&bogus; &amp")), (W{"bogus", "amp"}));
+  EXPECT_EQ(visible("plain text stays"), "plain text stays");
+}
+
+TEST(MatcherText, TargetNamed) {
+  const std::string t = fm::tokenizer_target();
+  EXPECT_FALSE(t.empty());
+  EXPECT_NE(t, "Unknown");
+}
+
+// Random text built from pieces that exercise every rule, at every length and offset.
+std::string random_text(std::mt19937_64& rng, size_t len, bool unicode) {
+  static const std::vector<std::string> ascii = {"a", "Z", "q", "0", "9", " ", " ", ",", ".", "'", "-", "_", "+", "++", "\n", "\t", "x", "M"};
+  static const std::vector<std::string> extra = {"\u00e9", "\u00c9", "\u00df", "\u2019", "\u2014", "\u00ad", "\u200b", "\u4e2d", "\xff", "\xc3", "\U0001F600", "\u0301", "\ufb01"};
+  std::string s;
+  while (s.size() < len) {
+    if (unicode && rng() % 5 == 0) {
+      s += extra[rng() % extra.size()];
+    } else {
+      s += ascii[rng() % ascii.size()];
+    }
+  }
+  s.resize(len);  // may cut a UTF-8 sequence: deliberately
+  return s;
+}
+
+TEST(MatcherText, SimdMatchesScalarAtEveryLengthAndAlignment) {
+  std::mt19937_64 rng(7);
+  constexpr size_t k_max_lanes = 64;
+  std::string buffer(16 * k_max_lanes + 64, ' ');
+  for (bool unicode : {false, true}) {
+    for (size_t len = 0; len <= 16 * k_max_lanes; ++len) {
+      for (size_t offset : {0, 1, 3, 7, 13, 31}) {
+        if (len > 260 && offset != 0 && offset != 13) continue;  // keep it quick past 4 vectors
+        const std::string text = random_text(rng, len, unicode);
+        std::copy(text.begin(), text.end(), buffer.begin() + static_cast<long>(offset));
+        const std::string_view view(buffer.data() + offset, len);
+        const auto expect = reference(view);
+        ASSERT_EQ(scalar(view), expect) << "len " << len << " offset " << offset;
+        ASSERT_EQ(simd(view), expect) << "len " << len << " offset " << offset;
+      }
+    }
+  }
+}
+
+TEST(MatcherText, EveryCompiledTargetAgrees) {
+  std::mt19937_64 rng(11);
+  std::vector<std::string> texts;
+  for (size_t len : {0, 1, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 1000}) {
+    texts.push_back(random_text(rng, len, false));
+    texts.push_back(random_text(rng, len, true));
+  }
+  int tested = 0;
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    for (const auto& t : texts) ASSERT_EQ(simd(t), reference(t)) << hwy::TargetName(target);
+    ++tested;
+  }
+  hwy::SetSupportedTargetsForTest(0);
+  EXPECT_GE(tested, 1);
+}
+
+TEST(MatcherText, ScanKernelsWriteTheSameBounds) {
+  std::mt19937_64 rng(3);
+  for (size_t len = 0; len < 700; ++len) {
+    const std::string s = random_text(rng, len, len % 3 == 0);
+    const auto* in = reinterpret_cast<const uint8_t*>(s.data());
+    std::vector<uint8_t> l1(len + 1), l2(len + 1);
+    std::vector<uint32_t> b1(len + 1 + fm::detail::kBoundsSlack), b2(len + 1 + fm::detail::kBoundsSlack);
+    unsigned f1 = 0, f2 = 0;
+    const size_t n1 = fm::detail::scan_words_simd(in, len, l1.data(), b1.data(), &f1);
+    const size_t n2 = fm::detail::scan_words_scalar(in, len, l2.data(), b2.data(), &f2);
+    ASSERT_EQ(n1, n2);
+    ASSERT_EQ(f1, f2);
+    for (size_t i = 0; i < n1; ++i) ASSERT_EQ(b1[i], b2[i]);
+    for (size_t i = 0; i < len; ++i) ASSERT_EQ(l1[i], l2[i]);
+  }
+}
+
+TEST(MatcherText, AppendsAcrossCalls) {
+  fm::token_buffer t;
+  fm::tokenize("Title words", t);
+  fm::tokenize("caf\u00e9 and C++", t);
+  fm::tokenize("last", t);
+  EXPECT_EQ(words_of(t), (W{"title", "words", "caf\u00e9", "and", "c++", "last"}));
+  t.clear();
+  fm::tokenize("again", t);
+  EXPECT_EQ(words_of(t), (W{"again"}));
+}
+
+}  // namespace
