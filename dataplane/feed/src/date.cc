@@ -240,6 +240,8 @@ bool parse_tokens(std::string_view s, int64_t* out) {
         if (f.month != -1) return false;
         f.month = m;
       } else if (is_day_name(w)) {
+      } else if (i == 0 && j < s.size() && s[j] == ',') {
+        // A leading "word," is a weekday, in whatever language ("mer, 16 nov 2022").
       } else if (ieq(w, "am") || ieq(w, "pm")) {
         pm = ieq(w, "pm") ? 1 : 0;
       } else if (!have_zone && zone_from_name(w, &off)) {

@@ -57,18 +57,22 @@ enum class ns : uint8_t {
   other
 };
 
+bool ieq(std::string_view a, std::string_view b);
+
 ns ns_from_uri(std::string_view u) {
   if (u == "http://www.w3.org/2005/Atom") return ns::atom10;
   if (u == "http://purl.org/atom/ns#") return ns::atom03;
   if (u == "http://purl.org/rss/1.0/") return ns::rss10;
-  if (u == "http://my.netscape.com/rdf/simple/0.9/") return ns::rss090;
+  if (u == "http://my.netscape.com/rdf/simple/0.9/" ||
+      u == "http://channel.netscape.com/rdf/simple/0.9/")
+    return ns::rss090;
   if (u == "http://www.w3.org/1999/02/22-rdf-syntax-ns#") return ns::rdf;
   if (u == "http://purl.org/dc/elements/1.1/") return ns::dc;
   if (u == "http://purl.org/dc/terms/") return ns::dcterms;
   if (u == "http://purl.org/rss/1.0/modules/content/") return ns::content;
   if (u == "http://www.w3.org/1999/xhtml") return ns::xhtml;
   if (u == "http://search.yahoo.com/mrss/" || u == "http://search.yahoo.com/mrss") return ns::media;
-  if (u == "http://www.itunes.com/dtds/podcast-1.0.dtd") return ns::itunes;
+  if (ieq(u, "http://www.itunes.com/dtds/podcast-1.0.dtd")) return ns::itunes;
   return ns::other;
 }
 
@@ -153,6 +157,11 @@ struct parser::impl {
   void date(pugi::xml_node n, int64_t* t, bool* has);
   void atom_text(pugi::xml_node n, std::string& out_s);
   void atom_person(pugi::xml_node n, std::vector<person>& v);
+  void atom_category(pugi::xml_node n, std::vector<std::string>& v);
+  void itunes_categories(pugi::xml_node n, std::vector<std::string>& v);
+  void keywords(pugi::xml_node n, std::vector<std::string>& v);
+  void person_text(pugi::xml_node n, std::vector<person>& v);
+  void resolve_markup(std::string& html);
   void atom_link(pugi::xml_node n, std::string* alternate, entry* e, bool feed_level);
 
   void rss_channel(pugi::xml_node ch, bool rdf);
@@ -249,8 +258,7 @@ parse_errc parser::impl::parse_xml() {
   parse_errc rc = parse_errc::ok;
   if (local == "rss" || (local == "channel" && (rns == ns::none || rns == ns::rss10))) {
     out->format = feed_format::rss;
-    attr(root, "version", out->version);
-    if (out->version.empty()) out->version = "2.0";
+    attr(root, "version", out->version);  // as sent; empty when the document names none
     if (local == "channel") {
       rss_channel(root, false);
     } else {
@@ -266,7 +274,7 @@ parse_errc parser::impl::parse_xml() {
     out->format = feed_format::rss;
     bool is090 = false;
     for (const auto& s : scopes) is090 = is090 || s.second == ns::rss090;
-    out->version = is090 ? "0.90" : "1.0";
+    out->version = is090 ? "0.9" : "1.0";
     for (pugi::xml_node c = root.first_child(); c; c = c.next_sibling()) {
       if (c.type() != pugi::node_element) continue;
       std::string_view l;
@@ -281,6 +289,11 @@ parse_errc parser::impl::parse_xml() {
     const bool atom03 = rns == ns::atom03 || v == "0.3";
     out->version = atom03 ? "0.3" : "1.0";
     atom_feed(root, atom03);
+  } else if (local == "entry" && (rns == ns::atom10 || rns == ns::atom03)) {
+    // A bare Atom entry document (RFC 4287 section 4.1.2): a feed of one entry.
+    out->format = feed_format::atom;
+    out->version = rns == ns::atom03 ? "0.3" : "1.0";
+    atom_entry(root, rns == ns::atom03);
   } else if (ieq(local, "html")) {
     rc = parse_errc::html_not_feed;
   } else {
@@ -400,6 +413,7 @@ void parser::impl::date(pugi::xml_node n, int64_t* t, bool* has) {
 
 void parser::impl::rss_channel(pugi::xml_node ch, bool rdf) {
   const mark m = enter(ch);
+  pugi::xml_node itunes_author, itunes_summary;  // fallbacks, used only when nothing better
   for (pugi::xml_node c = ch.first_child(); c; c = c.next_sibling()) {
     if (c.type() != pugi::node_element) continue;
     const mark cm = enter(c);
@@ -411,10 +425,10 @@ void parser::impl::rss_channel(pugi::xml_node ch, bool rdf) {
         if (room()) rss_item(c, rdf);
       } else if (l == "title") {
         text(c, out->title);
-      } else if (l == "link") {
+      } else if (l == "link" && out->link.empty()) {  // the first non-empty one
         text(c, scratch);
-        out->link.clear();
-        resolve_url(base(), scratch, out->link);
+        if (scratch.empty()) attr(c, "href", scratch);
+        if (!scratch.empty()) resolve_url(base(), scratch, out->link);
       } else if (l == "description") {
         text(c, out->description);
       } else if (l == "language") {
@@ -439,16 +453,29 @@ void parser::impl::rss_channel(pugi::xml_node ch, bool rdf) {
         text(c, out->language);
       } else if (l == "date" && !out->has_updated) {
         date(c, &out->updated, &out->has_updated);
-      } else if (l == "creator") {
+      } else if (l == "creator" || l == "author") {
+        person_text(c, out->authors);
+      } else if (l == "subject") {
         text(c, scratch);
-        if (!scratch.empty()) detail::parse_person(scratch, out->authors.emplace_back());
+        if (!scratch.empty()) out->categories.push_back(scratch);
+      } else if (l == "description" && out->description.empty()) {
+        text(c, out->description);
       }
-    } else if (n == ns::itunes && l == "author" && out->authors.empty()) {
-      text(c, scratch);
-      if (!scratch.empty()) detail::parse_person(scratch, out->authors.emplace_back());
+    } else if (n == ns::itunes) {
+      if (l == "author") {
+        itunes_author = c;
+      } else if (l == "summary") {
+        itunes_summary = c;
+      } else if (l == "keywords") {
+        keywords(c, out->categories);
+      } else if (l == "category") {
+        itunes_categories(c, out->categories);
+      }
     }
     leave(cm);
   }
+  if (out->authors.empty() && itunes_author) person_text(itunes_author, out->authors);
+  if (out->description.empty() && itunes_summary) text(itunes_summary, out->description);
   leave(m);
 }
 
@@ -456,7 +483,7 @@ void parser::impl::rss_item(pugi::xml_node it, bool rdf) {
   const mark m = enter(it);
   entry& e = pool.add(*out);
   bool have_link = false;
-  std::string_view guid_permalink;
+  pugi::xml_node itunes_author, itunes_summary;  // fallbacks, used only when nothing better
   for (pugi::xml_node c = it.first_child(); c; c = c.next_sibling()) {
     if (c.type() != pugi::node_element) continue;
     const mark cm = enter(c);
@@ -475,6 +502,7 @@ void parser::impl::rss_item(pugi::xml_node it, bool rdf) {
         }
       } else if (l == "description") {
         text(c, e.summary);
+        resolve_markup(e.summary);
       } else if (l == "guid") {
         text(c, e.id);
         attr(c, "isPermaLink", scratch);
@@ -500,12 +528,21 @@ void parser::impl::rss_item(pugi::xml_node it, bool rdf) {
         if (enc.url.empty()) e.enclosures.pop_back();
       } else if (l == "encoded") {  // content:encoded without its namespace declared
         text(c, e.content);
+        resolve_markup(e.content);
+      } else if (l == "link" && !have_link) {  // <link href="..."/>, Atom style, no namespace
+        link_attr(c, "href", e.link);
+        have_link = !e.link.empty();
       }
     } else if (n == ns::content && l == "encoded") {
       text(c, e.content);
+      resolve_markup(e.content);
     } else if (n == ns::dc) {
-      if (l == "date" && !e.has_published) {
-        date(c, &e.published, &e.has_published);
+      if (l == "date") {
+        // dc:date is when the item was issued; it stands in for both dates when absent.
+        if (!e.has_published) date(c, &e.published, &e.has_published);
+        if (!e.has_updated) date(c, &e.updated, &e.has_updated);
+      } else if (l == "description" && e.summary.empty()) {
+        text(c, e.summary);
       } else if (l == "creator" || l == "author") {
         text(c, scratch);
         if (!scratch.empty()) detail::parse_person(scratch, e.authors.emplace_back());
@@ -536,19 +573,27 @@ void parser::impl::rss_item(pugi::xml_node it, bool rdf) {
         atom_text(c, e.summary);
       } else if (l == "id" && e.id.empty()) {
         text(c, e.id);
+      } else if (l == "category") {
+        atom_category(c, e.categories);
       }
-    } else if (n == ns::itunes && l == "author" && e.authors.empty()) {
-      text(c, scratch);
-      if (!scratch.empty()) detail::parse_person(scratch, e.authors.emplace_back());
+    } else if (n == ns::itunes) {
+      if (l == "author") {
+        itunes_author = c;
+      } else if (l == "summary") {
+        itunes_summary = c;
+      } else if (l == "keywords") {
+        keywords(c, e.categories);
+      }
     }
     leave(cm);
   }
+  if (e.authors.empty() && itunes_author) person_text(itunes_author, e.authors);
+  if (e.summary.empty() && itunes_summary) text(itunes_summary, e.summary);
   // RDF items name their link in rdf:about when they have no <link>.
   if (rdf && e.link.empty()) {
     attr(it, "rdf:about", scratch);
     if (!scratch.empty()) resolve_url(base(), scratch, e.link);
   }
-  (void)guid_permalink;
   leave(m);
 }
 
@@ -577,12 +622,21 @@ void parser::impl::atom_text(pugi::xml_node n, std::string& o) {
     }
     append_children_raw(div ? div : n, o);
     trim(o);
+    resolve_markup(o);
+    return;
+  }
+  if (type.ends_with("+xml") || type.ends_with("/xml")) {  // XML content: kept as XML
+    o.clear();
+    append_children_raw(n, o);
+    trim(o);
     return;
   }
   text(n, o);
-  const bool textual = type.empty() || type == "text" || type == "html" ||
-                       type.starts_with("text/") || type.ends_with("xml");
-  if (base64 || !textual) {
+  if (type == "html") resolve_markup(o);
+  // Binary media types arrive base64-encoded (RFC 4287 section 4.1.3.3); other types are text.
+  const bool binary = type.starts_with("image/") || type.starts_with("audio/") ||
+                      type.starts_with("video/") || type == "application/octet-stream";
+  if (base64 || binary) {
     scratch.clear();
     if (decode_base64(o, scratch)) {
       o.swap(scratch);
@@ -602,13 +656,59 @@ void parser::impl::atom_person(pugi::xml_node n, std::vector<person>& v) {
       text(c, p.name);
     } else if (l == "email") {
       text(c, p.email);
-    } else if (l == "uri" || l == "url") {
+    } else if (l == "uri" || l == "url" || l == "homepage") {
       text(c, scratch);
       p.uri.clear();
       resolve_url(base(), scratch, p.uri);
     }
   }
   if (p.name.empty() && p.email.empty() && p.uri.empty()) v.pop_back();
+}
+
+// The human-readable label when there is one, else the term.
+void parser::impl::atom_category(pugi::xml_node n, std::vector<std::string>& v) {
+  attr(n, "label", scratch);
+  if (scratch.empty()) attr(n, "term", scratch);
+  if (!scratch.empty()) v.push_back(scratch);
+}
+
+void parser::impl::itunes_categories(pugi::xml_node n, std::vector<std::string>& v) {
+  attr(n, "text", scratch);
+  if (!scratch.empty()) v.push_back(scratch);
+  for (pugi::xml_node c = n.first_child(); c; c = c.next_sibling()) {
+    std::string_view l;
+    if (c.type() == pugi::node_element && resolve(c, &l) == ns::itunes && l == "category") {
+      attr(c, "text", scratch);
+      if (!scratch.empty()) v.push_back(scratch);
+    }
+  }
+}
+
+void parser::impl::keywords(pugi::xml_node n, std::vector<std::string>& v) {
+  text(n, scratch);
+  std::string_view rest = scratch;
+  while (!rest.empty()) {
+    const size_t comma = rest.find(',');
+    const std::string_view k = trim_view(rest.substr(0, comma));
+    if (!k.empty()) v.emplace_back(k);
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+}
+
+void parser::impl::person_text(pugi::xml_node n, std::vector<person>& v) {
+  text(n, scratch);
+  if (!scratch.empty()) detail::parse_person(scratch, v.emplace_back());
+}
+
+// Relative href/src inside HTML resolved against the base in effect (xml:base, else the
+// document's URL), as feedparser and gofeed do, so markup reads the same anywhere.
+void parser::impl::resolve_markup(std::string& html) {
+  const std::string_view b = base();
+  if (b.empty() ||
+      (html.find("href") == std::string::npos && html.find("src") == std::string::npos))
+    return;
+  if (resolve_html_urls(html, b, scratch)) html.swap(scratch);
 }
 
 void parser::impl::atom_link(pugi::xml_node n, std::string* alternate, entry* e, bool feed_level) {
@@ -661,8 +761,7 @@ void parser::impl::atom_feed(pugi::xml_node root, bool atom03) {
       } else if (l == "author") {
         atom_person(c, out->authors);
       } else if (l == "category") {
-        attr(c, "term", scratch);
-        if (!scratch.empty()) out->categories.push_back(scratch);
+        atom_category(c, out->categories);
       }
     }
     leave(cm);
@@ -682,6 +781,11 @@ void parser::impl::atom_entry(pugi::xml_node en, bool atom03) {
     if (n == ns::atom10 || n == ns::atom03 || n == ns::none) {
       if (l == "id") {
         text(c, e.id);
+        if (!e.id.empty() && !has_scheme(e.id) && !base().empty()) {
+          scratch.clear();
+          resolve_url(base(), e.id, scratch);
+          e.id.swap(scratch);
+        }
       } else if (l == "title") {
         atom_text(c, e.title);
       } else if (l == "link") {
@@ -704,9 +808,7 @@ void parser::impl::atom_entry(pugi::xml_node en, bool atom03) {
       } else if (l == "author") {
         atom_person(c, e.authors);
       } else if (l == "category") {
-        attr(c, "term", scratch);
-        if (scratch.empty()) attr(c, "label", scratch);
-        if (!scratch.empty()) e.categories.push_back(scratch);
+        atom_category(c, e.categories);
       }
     } else if (n == ns::dc && l == "subject") {
       text(c, scratch);

@@ -337,3 +337,60 @@ void trim(std::string& s) {
 }
 
 }  // namespace feedplane::feed
+
+namespace feedplane::feed {
+
+bool resolve_html_urls(std::string_view html, std::string_view base, std::string& out) {
+  out.clear();
+  if (base.empty() || !has_scheme(base)) return false;
+  bool changed = false;
+  size_t copied = 0;  // html[0, copied) is already in out
+  size_t i = 0;
+  auto lower = [](char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; };
+  while (i < html.size()) {
+    const size_t lt = html.find('<', i);
+    if (lt == std::string_view::npos) break;
+    const size_t gt = html.find('>', lt);
+    if (gt == std::string_view::npos) break;
+    // Attributes of this tag: name[=value] pairs after the tag name.
+    size_t j = lt + 1;
+    while (j < gt && !is_space(html[j])) ++j;
+    while (j < gt) {
+      while (j < gt && (is_space(html[j]) || html[j] == '/')) ++j;
+      const size_t name0 = j;
+      while (j < gt && !is_space(html[j]) && html[j] != '=' && html[j] != '/') ++j;
+      const std::string_view name = html.substr(name0, j - name0);
+      while (j < gt && is_space(html[j])) ++j;
+      if (j >= gt || html[j] != '=') continue;
+      ++j;
+      while (j < gt && is_space(html[j])) ++j;
+      size_t v0 = j, v1;
+      if (j < gt && (html[j] == '"' || html[j] == '\'')) {
+        const size_t q = html.find(html[j], j + 1);
+        if (q == std::string_view::npos || q > gt) break;
+        v0 = j + 1;
+        v1 = q;
+        j = q + 1;
+      } else {
+        while (j < gt && !is_space(html[j])) ++j;
+        v1 = j;
+      }
+      const bool url_attr = (name.size() == 4 && lower(name[0]) == 'h' && lower(name[1]) == 'r' &&
+                             lower(name[2]) == 'e' && lower(name[3]) == 'f') ||
+                            (name.size() == 3 && lower(name[0]) == 's' && lower(name[1]) == 'r' &&
+                             lower(name[2]) == 'c');
+      const std::string_view val = html.substr(v0, v1 - v0);
+      if (url_attr && !val.empty() && !has_scheme(val) && val[0] != '#') {
+        out.append(html.data() + copied, v0 - copied);
+        resolve_url(base, val, out);
+        copied = v1;
+        changed = true;
+      }
+    }
+    i = gt + 1;
+  }
+  if (changed) out.append(html.data() + copied, html.size() - copied);
+  return changed;
+}
+
+}  // namespace feedplane::feed

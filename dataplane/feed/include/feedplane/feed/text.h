@@ -21,6 +21,10 @@ int format_rfc3339(int64_t t, char* buf);
 // unchanged.
 void resolve_url(std::string_view base, std::string_view ref, std::string& out);
 
+// Writes to out html with relative href/src attribute values resolved against base; returns
+// false (out unspecified) when nothing needed resolving, so callers keep html as it is.
+bool resolve_html_urls(std::string_view html, std::string_view base, std::string& out);
+
 // True when s starts with a URI scheme ("http:", "mailto:", "at:"...).
 bool has_scheme(std::string_view s);
 
