@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -323,6 +324,28 @@ TEST(net_loop, timers_fire_in_deadline_order_and_disarm_works) {
     l->arm(t, 10);
   }
   l->run_once(false);
+}
+
+// Expired timers fire in deadline order even when they expire in the same turn, and even
+// after the loop stalled for more than a wheel revolution (two deadlines in one slot).
+TEST(net_loop, timers_due_together_fire_in_deadline_order) {
+  auto l = make_loop();
+  ASSERT_TRUE(l);
+  timer_log log;
+  log.l = l.get();
+  const int delays[] = {1034, 10, 3, 10};  // 1034 and 10 share a wheel slot
+  std::vector<std::unique_ptr<tagged_timer>> ts;
+  for (int i = 0; i < 4; ++i) {
+    ts.push_back(std::make_unique<tagged_timer>());
+    ts.back()->t.set(&tagged_timer::fire, ts.back().get());
+    ts.back()->log = &log;
+    ts.back()->id = delays[i] * 10 + i;
+    l->arm(ts.back()->t, uint64_t(delays[i]));
+  }
+  // Simulate a stalled shard: nothing runs the loop for longer than all the delays.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+  l->run_once(false);
+  EXPECT_EQ(log.order, (std::vector<int>{32, 101, 103, 10340}));
 }
 
 namespace {

@@ -9,5 +9,6 @@ namespace feedplane::dataplane {
 
 void add_config_command(CLI::App& app, int* rc);
 void add_parse_command(CLI::App& app, int* rc);
+void add_serve_command(CLI::App& app, int* rc);
 
 }  // namespace feedplane::dataplane

@@ -14,6 +14,7 @@ int run(int argc, char** argv) {
   int rc = 0;
   feedplane::dataplane::add_config_command(app, &rc);
   feedplane::dataplane::add_parse_command(app, &rc);
+  feedplane::dataplane::add_serve_command(app, &rc);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -386,11 +386,12 @@ void loop::arm(timer& t, uint64_t delay_ms) {
   uint64_t d = refresh_now() + delay_ms;
   if (d <= last_tick_) d = last_tick_ + 1;  // ticks <= last_tick_ are never revisited
   t.deadline_ = d;
+  // Appended at the slot's tail: equal deadlines fire in the order they were armed.
   timer* s = &wheel_[d & (wheel_slots - 1)];
-  t.next_ = s->next_;
-  t.prev_ = s;
-  s->next_->prev_ = &t;
-  s->next_ = &t;
+  t.next_ = s;
+  t.prev_ = s->prev_;
+  s->prev_->next_ = &t;
+  s->prev_ = &t;
   t.owner_ = this;
   ++timers_armed_;
   if (d < next_hint_) next_hint_ = d;
@@ -417,15 +418,41 @@ void loop::expire_timers() {
     for (timer* t = s->next_; t != s;) {
       timer* n = t->next_;
       if (t->deadline_ <= now) {
+        // Move to due's tail: ticks are visited in increasing order, so due stays sorted
+        // by deadline (ties in arming order) unless more than a revolution passed.
         t->prev_->next_ = t->next_;
         t->next_->prev_ = t->prev_;
-        t->next_ = due.next_;
-        t->prev_ = &due;
-        due.next_->prev_ = t;
-        due.next_ = t;
+        t->next_ = &due;
+        t->prev_ = due.prev_;
+        due.prev_->next_ = t;
+        due.prev_ = t;
       }
       t = n;
     }
+  }
+  if (now - last_tick_ > wheel_slots) {
+    // The loop stalled for over a revolution: one slot may hold several deadlines.
+    // Stable insertion sort of the (rare, short) due list by deadline.
+    timer sorted;
+    sorted.next_ = sorted.prev_ = &sorted;
+    while (due.next_ != &due) {
+      timer* t = due.next_;
+      due.next_ = t->next_;
+      t->next_->prev_ = &due;
+      timer* at = sorted.prev_;
+      while (at != &sorted && at->deadline_ > t->deadline_) at = at->prev_;
+      t->next_ = at->next_;
+      t->prev_ = at;
+      at->next_->prev_ = t;
+      at->next_ = t;
+    }
+    if (sorted.next_ != &sorted) {
+      due.next_ = sorted.next_;
+      due.prev_ = sorted.prev_;
+      due.next_->prev_ = &due;
+      due.prev_->next_ = &due;
+    }
+    sorted.next_ = sorted.prev_ = nullptr;
   }
   last_tick_ = now;
   if (next_hint_ <= now) next_hint_ = UINT64_MAX;

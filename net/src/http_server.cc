@@ -1,0 +1,736 @@
+#include "feedplane/net/http_server.h"
+
+#include <arpa/inet.h>
+#include <libdeflate.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <ctime>
+
+namespace feedplane::net {
+
+namespace {
+
+const char* reason_phrase(int s) {
+  switch (s) {
+    case 100:
+      return "Continue";
+    case 200:
+      return "OK";
+    case 201:
+      return "Created";
+    case 204:
+      return "No Content";
+    case 301:
+      return "Moved Permanently";
+    case 302:
+      return "Found";
+    case 304:
+      return "Not Modified";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 408:
+      return "Request Timeout";
+    case 409:
+      return "Conflict";
+    case 413:
+      return "Content Too Large";
+    case 414:
+      return "URI Too Long";
+    case 429:
+      return "Too Many Requests";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 500:
+      return "Internal Server Error";
+    case 501:
+      return "Not Implemented";
+    case 503:
+      return "Service Unavailable";
+    case 505:
+      return "HTTP Version Not Supported";
+    default:
+      return "Unknown";
+  }
+}
+
+void append_num(std::string& s, uint64_t v) {
+  char b[24];
+  auto r = std::to_chars(b, b + sizeof(b), v);
+  s.append(b, size_t(r.ptr - b));
+}
+
+std::string_view trim(std::string_view v) {
+  while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+  while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
+  return v;
+}
+
+bool iequal(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if ((a[i] | 0x20) != (b[i] | 0x20)) return false;
+  }
+  return true;
+}
+
+// True if Accept-Encoding allows gzip (RFC 9110 12.5.3): "gzip", "x-gzip" or "*" with q > 0.
+bool accepts_gzip(std::string_view ae) {
+  bool gzip = false, star = false, gzip_listed = false;
+  while (!ae.empty()) {
+    size_t c = ae.find(',');
+    std::string_view item = trim(ae.substr(0, c));
+    ae = c == std::string_view::npos ? std::string_view() : ae.substr(c + 1);
+    size_t semi = item.find(';');
+    std::string_view coding = trim(item.substr(0, semi));
+    bool q_zero = false;
+    if (semi != std::string_view::npos) {
+      std::string_view p = trim(item.substr(semi + 1));
+      if (p.size() >= 2 && (p[0] | 0x20) == 'q' && p[1] == '=') {
+        std::string_view q = p.substr(2);
+        q_zero =
+            !q.empty() && q[0] == '0' && q.find_first_of("123456789") == std::string_view::npos;
+      }
+    }
+    if (iequal(coding, "gzip") || iequal(coding, "x-gzip")) {
+      gzip_listed = true;
+      gzip = !q_zero;
+    } else if (coding == "*") {
+      star = !q_zero;
+    }
+  }
+  return gzip || (!gzip_listed && star);
+}
+
+// Weak comparison (RFC 9110 8.8.3.2): W/ prefixes are ignored.
+bool etag_matches(std::string_view inm, std::string_view etag) {
+  if (etag.size() > 2 && etag.substr(0, 2) == "W/") etag.remove_prefix(2);
+  while (!inm.empty()) {
+    size_t c = inm.find(',');
+    std::string_view t = trim(inm.substr(0, c));
+    inm = c == std::string_view::npos ? std::string_view() : inm.substr(c + 1);
+    if (t == "*") return true;
+    if (t.size() > 2 && t.substr(0, 2) == "W/") t.remove_prefix(2);
+    if (t == etag) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+// ---- connection ----
+
+struct http_server::connection {
+  http_server* srv = nullptr;
+  int fd = -1;
+  bool in_use = false;
+  bool dead = false;  // closing for good: waiting for ops to finish, then released
+  bool recv_armed = false;
+  bool send_inflight = false;
+  bool closing = false;    // no more requests: send what is queued, then linger
+  bool lingering = false;  // write side shut, draining input until EOF or linger_ms
+  bool peer_closed = false;
+  bool paused = false;  // output above high water: recv cancelled, input kept in `in`
+  enum class tmode : uint8_t { none, idle, request, send, linger } tm = tmode::none;
+  op_id recv_op;
+  size_t send_off = 0;
+  std::string in;       // input of a request that did not arrive in one piece (else empty)
+  std::string out;      // responses queued behind the send in flight
+  std::string sending;  // the send in flight
+  request_parser parser;
+  timer t;
+
+  loop& lp() { return srv->loop_; }
+
+  void arm_recv() {
+    if (recv_armed || peer_closed || dead) return;
+    recv_op = lp().recv_multishot(fd, bind<&connection::on_recv>(this));
+    if (!recv_op.valid()) {
+      abort();
+      return;
+    }
+    recv_armed = true;
+  }
+
+  void set_timer(tmode m, uint32_t ms) {
+    tm = m;
+    lp().arm(t, ms);
+  }
+
+  static void on_timer(void* ctx) {
+    auto* k = static_cast<connection*>(ctx);
+    switch (k->tm) {
+      case tmode::request:
+        // Slowloris or a stalled request: answer 408 and close (RFC 9110 15.5.9).
+        ++k->srv->stats_.timeouts;
+        k->tm = tmode::none;
+        k->in.clear();
+        k->srv->write_error(*k, 408, "request not received in time");
+        k->flush();
+        return;
+      case tmode::idle:
+        ++k->srv->stats_.timeouts;
+        k->abort();
+        return;
+      case tmode::send:
+      case tmode::linger:
+      case tmode::none:
+        k->abort();
+        return;
+    }
+  }
+
+  // Chooses the timer for the connection's current state (request timer is not pushed
+  // back by further bytes: that is what defeats slowloris).
+  void update_timer() {
+    if (dead || lingering) return;
+    if (!in.empty() || parser.started()) {
+      if (tm != tmode::request) set_timer(tmode::request, srv->opt_.header_timeout_ms);
+    } else if (send_inflight) {
+      set_timer(tmode::send, srv->opt_.idle_timeout_ms);
+    } else if (tm != tmode::idle) {
+      set_timer(tmode::idle, srv->opt_.idle_timeout_ms);
+    }
+  }
+
+  void on_recv(const completion& c) {
+    if (!c.more()) recv_armed = false;
+    if (dead) {
+      maybe_release();
+      return;
+    }
+    if (c.res > 0 && !lingering)
+      feed(std::string_view(reinterpret_cast<const char*>(c.data.data()), c.data.size()));
+    if (dead) {
+      maybe_release();
+      return;
+    }
+    if (!c.more()) {
+      if (c.res == 0) {
+        peer_closed = true;
+        // Nothing more will arrive: finish the responses in flight, then close.
+        if (!send_inflight && out.empty()) {
+          abort();
+          return;
+        }
+        closing = true;
+      } else if (c.res == -ENOBUFS || c.res > 0) {
+        if (!paused) arm_recv();  // buffer ring ran dry: re-arm (buffers are back by now)
+      } else if (c.res == -ECANCELED) {
+        // We paused reading; if resume() already ran while the cancel was in flight, it
+        // could not re-arm (recv still armed then): do it now.
+        if (!paused && !closing) arm_recv();
+      } else {
+        abort();  // ECONNRESET and friends
+        return;
+      }
+    }
+    if (!dead) update_timer();
+  }
+
+  void feed(std::string_view data) {
+    if (closing) return;  // after a final response, further input is discarded
+    if (paused || !in.empty()) {
+      in.append(data);
+      if (!paused) process_in();
+      return;
+    }
+    size_t used = process(data);
+    if (!closing && used < data.size()) in.assign(data.substr(used));
+    flush();
+  }
+
+  void process_in() {
+    size_t used = process(in);
+    if (closing) {
+      in.clear();
+    } else {
+      in.erase(0, used);
+    }
+    if (in.capacity() > 64 * 1024 && in.size() < 4096) std::string(in).swap(in);
+    flush();
+  }
+
+  // Parses and answers complete requests at the front of buf, in order. Returns bytes used.
+  size_t process(std::string_view buf) {
+    size_t pos = 0;
+    // Pipelined requests are answered in one pass and leave in one send.
+    while (pos < buf.size() && !closing && !paused) {
+      parse_status st = parser.parse(buf.substr(pos), srv->req_);
+      if (st == parse_status::incomplete) break;
+      if (st == parse_status::error) {
+        srv->write_error(*this, parser.error_status(), parser.error_reason());
+        return buf.size();
+      }
+      pos += parser.consumed();
+      srv->handle(*this, srv->req_);
+      parser.reset();
+      tm = tm == tmode::request ? tmode::none : tm;
+      if (!srv->req_.keep_alive) closing = true;
+      if (out.size() >= srv->opt_.output_high_water) pause();
+    }
+    return pos;
+  }
+
+  void pause() {
+    if (paused) return;
+    paused = true;
+    if (recv_armed) lp().cancel(recv_op);
+  }
+
+  void resume() {
+    paused = false;
+    if (!in.empty()) process_in();
+    if (!dead && !closing) arm_recv();
+  }
+
+  void flush() {
+    if (dead || send_inflight) return;
+    if (!out.empty()) {
+      sending.swap(out);
+      out.clear();
+      send_off = 0;
+      start_send();
+      return;
+    }
+    if (closing) begin_linger();
+  }
+
+  void start_send() {
+    if (!lp().send(fd, sending.data() + send_off, sending.size() - send_off,
+                   bind<&connection::on_send>(this))
+             .valid()) {
+      abort();
+      return;
+    }
+    send_inflight = true;
+  }
+
+  void on_send(const completion& c) {
+    send_inflight = false;
+    if (dead) {
+      maybe_release();
+      return;
+    }
+    if (c.res < 0) {
+      abort();
+      return;
+    }
+    send_off += size_t(c.res);
+    if (send_off < sending.size()) {
+      start_send();  // short send: the rest, in order
+      update_timer();
+      return;
+    }
+    sending.clear();
+    if (sending.capacity() > 1024 * 1024) std::string().swap(sending);
+    if (paused && out.size() < srv->opt_.output_high_water / 2) resume();
+    if (dead) return;
+    flush();
+    if (dead) return;
+    if (!send_inflight && out.empty() && peer_closed && !lingering) {
+      abort();
+      return;
+    }
+    update_timer();
+  }
+
+  void begin_linger() {
+    if (lingering) return;
+    lingering = true;
+    // Half-close, then drain what the client still sends so that our final response is
+    // not destroyed by a reset (RFC 9112 9.6); bounded by linger_ms.
+    ::shutdown(fd, SHUT_WR);
+    if (peer_closed) {
+      abort();
+      return;
+    }
+    tm = tmode::linger;
+    lp().arm(t, srv->opt_.linger_ms);
+    if (paused) paused = false;
+    arm_recv();
+  }
+
+  void abort() {
+    if (dead) return;
+    dead = true;
+    lp().disarm(t);
+    if (recv_armed || send_inflight) lp().cancel_fd(fd);
+    maybe_release();
+  }
+
+  void maybe_release() {
+    if (recv_armed || send_inflight) return;
+    srv->release(*this);
+  }
+};
+
+// ---- response ----
+
+void http_response::clear() {
+  status = 200;
+  content_type = "text/plain; charset=utf-8";
+  body = {};
+  gzip_body = {};
+  etag = {};
+  last_modified = -1;
+  cache_control = {};
+  compressible = true;
+  extra_headers.clear();
+  storage.clear();
+}
+
+// ---- router ----
+
+void router::add(std::string_view method, std::string path, route_handler h) {
+  routes_.push_back({std::string(method), std::move(path), false, std::move(h)});
+}
+
+void router::add_prefix(std::string_view method, std::string prefix, route_handler h) {
+  routes_.push_back({std::string(method), std::move(prefix), true, std::move(h)});
+}
+
+const route_handler* router::find(std::string_view method, std::string_view path, int* status,
+                                  std::string* allow) const {
+  const route* best = nullptr;
+  bool path_known = false;
+  allow->clear();
+  for (const route& r : routes_) {
+    bool hit = r.prefix ? path.substr(0, r.path.size()) == r.path : path == r.path;
+    if (!hit) continue;
+    path_known = true;
+    bool method_ok = r.method == method || (method == "HEAD" && r.method == "GET");
+    if (!method_ok) {
+      if (allow->find(r.method) == std::string::npos) {
+        if (!allow->empty()) allow->append(", ");
+        allow->append(r.method);
+        if (r.method == "GET") allow->append(", HEAD");
+      }
+      continue;
+    }
+    // Exact beats prefix; a longer prefix beats a shorter one.
+    if (best == nullptr || (!r.prefix && best->prefix) ||
+        (r.prefix && best->prefix && r.path.size() > best->path.size())) {
+      best = &r;
+    }
+  }
+  if (best != nullptr) return &best->h;
+  *status = path_known ? 405 : 404;
+  return nullptr;
+}
+
+// ---- server ----
+
+http_server::http_server(loop& l, const router& routes, const server_options& opt)
+    : loop_(l), routes_(routes), opt_(opt) {
+  accept_retry_.set(&http_server::on_accept_retry, this);
+  gz_ = libdeflate_alloc_compressor(6);
+}
+
+http_server::~http_server() {
+  // The loop no longer runs: close sockets without waiting for completions.
+  for (connection* k : all_) {
+    if (k->in_use && k->fd >= 0) ::close(k->fd);
+  }
+  if (gz_ != nullptr) libdeflate_free_compressor(gz_);
+}
+
+bool http_server::start(int listen_fd) {
+  listen_fd_ = listen_fd;
+  accept_op_ = loop_.accept_multishot(listen_fd, bind<&http_server::on_accept>(this));
+  accepting_ = accept_op_.valid();
+  return accepting_;
+}
+
+void http_server::on_accept_retry(void* self) {
+  auto* s = static_cast<http_server*>(self);
+  if (!s->stopping_ && !s->accepting_) s->start(s->listen_fd_);
+}
+
+void http_server::on_accept(const completion& c) {
+  if (!c.more()) accepting_ = false;
+  if (c.res >= 0) {
+    const int fd = c.res;
+    if (stopping_) {
+      ::close(fd);
+    } else {
+      connection* k = alloc_connection();
+      k->fd = fd;
+      int one = 1;
+      setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+      ++stats_.accepted;
+      ++stats_.open;
+      k->arm_recv();
+      if (!k->dead) k->set_timer(connection::tmode::idle, opt_.header_timeout_ms);
+    }
+  }
+  if (!c.more() && !stopping_) {
+    // EMFILE/ENFILE and friends: back off briefly instead of spinning.
+    if (c.res < 0 && c.res != -ECANCELED) {
+      loop_.arm(accept_retry_, 100);
+    } else {
+      start(listen_fd_);
+    }
+  }
+}
+
+http_server::connection* http_server::alloc_connection() {
+  if (free_.empty()) {
+    constexpr size_t n = 64;
+    chunks_.push_back(std::make_unique<connection[]>(n));
+    for (size_t i = 0; i < n; ++i) {
+      connection* k = &chunks_.back()[n - 1 - i];
+      all_.push_back(k);
+      free_.push_back(k);
+    }
+  }
+  connection* k = free_.back();
+  free_.pop_back();
+  k->srv = this;
+  k->in_use = true;
+  k->dead = k->recv_armed = k->send_inflight = k->closing = k->lingering = false;
+  k->peer_closed = k->paused = false;
+  k->tm = connection::tmode::none;
+  k->send_off = 0;
+  k->parser = request_parser(opt_.limits);
+  k->t.set(&connection::on_timer, k);
+  return k;
+}
+
+void http_server::release(connection& k) {
+  if (!k.in_use) return;
+  ::close(k.fd);
+  k.fd = -1;
+  k.in_use = false;
+  loop_.disarm(k.t);
+  // Idle pool slots keep no buffers: 10,000 idle connections cost only their slots.
+  std::string().swap(k.in);
+  std::string().swap(k.out);
+  std::string().swap(k.sending);
+  k.parser = request_parser(opt_.limits);
+  --stats_.open;
+  free_.push_back(&k);
+}
+
+void http_server::shutdown() {
+  stopping_ = true;
+  loop_.disarm(accept_retry_);
+  if (accepting_) loop_.cancel(accept_op_);
+  for (connection* k : all_) {
+    if (k->in_use && !k->dead) k->abort();
+  }
+}
+
+size_t http_server::connection_memory() const {
+  size_t total = chunks_.size() * 64 * sizeof(connection) + all_.capacity() * sizeof(void*) +
+                 free_.capacity() * sizeof(void*);
+  for (const connection* k : all_) {
+    total +=
+        k->in.capacity() + k->out.capacity() + k->sending.capacity() + k->parser.body_capacity();
+  }
+  return total;
+}
+
+std::string_view http_server::date() {
+  const int64_t now = int64_t(::time(nullptr));
+  if (now != date_sec_) {
+    date_sec_ = now;
+    format_http_date(now, date_);
+  }
+  return {date_, 29};
+}
+
+void http_server::handle(connection& k, const http_request& req) {
+  ++stats_.requests;
+  resp_.clear();
+  int status = 0;
+  std::string allow;
+  const route_handler* h = routes_.find(req.method, req.path, &status, &allow);
+  if (h == nullptr) {
+    resp_.status = status;
+    resp_.compressible = false;
+    resp_.set_body(status == 404 ? "not found\n" : "method not allowed\n");
+    if (status == 405) {
+      resp_.extra_headers.append("Allow: ").append(allow).append("\r\n");
+    }
+  } else {
+    (*h)(req, resp_);
+  }
+  write_response(k, req, resp_, req.method == "HEAD");
+}
+
+void http_server::write_response(connection& k, const http_request& req, http_response& r,
+                                 bool head) {
+  std::string& o = k.out;
+  if (r.status >= 400) ++stats_.errors_4xx;
+  int status = r.status;
+  // Conditional GET (RFC 9110 13.1): If-None-Match wins over If-Modified-Since.
+  if (status == 200 && (req.method == "GET" || req.method == "HEAD")) {
+    if (!req.if_none_match.empty()) {
+      if (!r.etag.empty() && etag_matches(req.if_none_match, r.etag)) status = 304;
+    } else if (!req.if_modified_since.empty() && r.last_modified >= 0) {
+      int64_t ims = parse_http_date(req.if_modified_since);
+      if (ims >= 0 && r.last_modified <= ims) status = 304;
+    }
+  }
+  const bool vary = opt_.gzip && r.compressible && r.body.size() >= opt_.gzip_min_bytes;
+  std::string_view body = r.body;
+  bool gzipped = false;
+  if (status == 200 && vary && accepts_gzip(req.accept_encoding)) {
+    if (!r.gzip_body.empty()) {
+      body = r.gzip_body;
+      gzipped = true;
+    } else if (gz_ != nullptr) {
+      gz_buf_.resize(libdeflate_gzip_compress_bound(gz_, r.body.size()));
+      size_t n = libdeflate_gzip_compress(gz_, r.body.data(), r.body.size(), gz_buf_.data(),
+                                          gz_buf_.size());
+      if (n > 0 && n < r.body.size()) {
+        body = std::string_view(gz_buf_.data(), n);
+        gzipped = true;
+      }
+    }
+  }
+
+  o.append("HTTP/1.1 ");
+  append_num(o, uint64_t(status));
+  o.push_back(' ');
+  o.append(reason_phrase(status));
+  o.append("\r\nServer: feedplane\r\nDate: ");
+  o.append(date());
+  o.append("\r\n");
+  if (status != 304) {
+    o.append("Content-Type: ").append(r.content_type).append("\r\nContent-Length: ");
+    append_num(o, body.size());
+    o.append("\r\n");
+  }
+  if (!r.etag.empty()) {
+    o.append("ETag: ");
+    // A compressed representation has different bytes: mark its tag weak (as nginx does).
+    if (gzipped && r.etag.substr(0, 2) != "W/") o.append("W/");
+    o.append(r.etag).append("\r\n");
+  }
+  if (r.last_modified >= 0) {
+    char d[32];
+    o.append("Last-Modified: ").append(format_http_date(r.last_modified, d)).append("\r\n");
+  }
+  if (!r.cache_control.empty()) o.append("Cache-Control: ").append(r.cache_control).append("\r\n");
+  if (gzipped) o.append("Content-Encoding: gzip\r\n");
+  if (vary) o.append("Vary: Accept-Encoding\r\n");
+  o.append(r.extra_headers);
+  if (!req.keep_alive || k.closing) {
+    o.append("Connection: close\r\n");
+  } else if (req.version_minor == 0) {
+    o.append("Connection: keep-alive\r\n");
+  }
+  o.append("\r\n");
+  if (status != 304 && !head) o.append(body);
+}
+
+void http_server::write_error(connection& k, int status, const char* reason) {
+  ++stats_.errors_4xx;
+  std::string& o = k.out;
+  o.append("HTTP/1.1 ");
+  append_num(o, uint64_t(status));
+  o.push_back(' ');
+  o.append(reason_phrase(status));
+  o.append("\r\nServer: feedplane\r\nDate: ");
+  o.append(date());
+  o.append("\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ");
+  const size_t len = strlen(reason) + 1;
+  append_num(o, len);
+  o.append("\r\nConnection: close\r\n\r\n");
+  o.append(reason);
+  o.push_back('\n');
+  k.closing = true;
+}
+
+// ---- listeners ----
+
+int listen_tcp(std::string_view addr_port, bool reuseport, std::string* error) {
+  std::string host;
+  std::string_view port_s;
+  if (!addr_port.empty() && addr_port.front() == '[') {
+    size_t rb = addr_port.find(']');
+    if (rb == std::string_view::npos || rb + 1 >= addr_port.size() || addr_port[rb + 1] != ':') {
+      *error =
+          "listen address must be ADDR:PORT or [IPv6]:PORT, not '" + std::string(addr_port) + "'";
+      return -1;
+    }
+    host = std::string(addr_port.substr(1, rb - 1));
+    port_s = addr_port.substr(rb + 2);
+  } else {
+    size_t c = addr_port.rfind(':');
+    if (c == std::string_view::npos) {
+      *error = "listen address must be ADDR:PORT, not '" + std::string(addr_port) + "'";
+      return -1;
+    }
+    host = std::string(addr_port.substr(0, c));
+    port_s = addr_port.substr(c + 1);
+  }
+  unsigned port = 0;
+  auto pr = std::from_chars(port_s.data(), port_s.data() + port_s.size(), port);
+  if (port_s.empty() || pr.ec != std::errc() || pr.ptr != port_s.data() + port_s.size() ||
+      port > 65535) {
+    *error = "invalid port in listen address '" + std::string(addr_port) + "'";
+    return -1;
+  }
+  if (host.empty()) host = "0.0.0.0";
+  sockaddr_storage ss{};
+  socklen_t len = 0;
+  auto* a4 = reinterpret_cast<sockaddr_in*>(&ss);
+  auto* a6 = reinterpret_cast<sockaddr_in6*>(&ss);
+  if (inet_pton(AF_INET, host.c_str(), &a4->sin_addr) == 1) {
+    a4->sin_family = AF_INET;
+    a4->sin_port = htons(uint16_t(port));
+    len = sizeof(*a4);
+  } else if (inet_pton(AF_INET6, host.c_str(), &a6->sin6_addr) == 1) {
+    a6->sin6_family = AF_INET6;
+    a6->sin6_port = htons(uint16_t(port));
+    len = sizeof(*a6);
+  } else {
+    *error = "listen address '" + host + "' is not an IPv4 or IPv6 address";
+    return -1;
+  }
+  int fd = ::socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    *error = std::string("socket: ") + strerror(errno);
+    return -1;
+  }
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (reuseport) setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&ss), len) != 0) {
+    *error = "cannot bind " + std::string(addr_port) + ": " + strerror(errno);
+    ::close(fd);
+    return -1;
+  }
+  if (::listen(fd, 4096) != 0) {
+    *error = "cannot listen on " + std::string(addr_port) + ": " + strerror(errno);
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+int bound_port(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof(ss);
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return -1;
+  if (ss.ss_family == AF_INET) return ntohs(reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
+  return ntohs(reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port);
+}
+
+}  // namespace feedplane::net
