@@ -8,6 +8,7 @@ target_sources(feedplane_net PRIVATE
   src/content_decoding.cc
   src/tls_client.cc
   src/dns.cc
+  src/http_client.cc
 )
 target_link_libraries(feedplane_net PUBLIC OpenSSL::SSL OpenSSL::Crypto PkgConfig::cares
   PRIVATE PkgConfig::deflate)

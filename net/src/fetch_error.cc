@@ -11,6 +11,7 @@ struct entry {
 constexpr entry k_table[] = {
     {"ok", "no error"},
     {"bad_url", "the URL is not a valid absolute http or https URL"},
+    {"bad_request_header", "a request header name or value contains CR, LF or NUL, or is empty"},
     {"unsupported_scheme", "only http and https URLs can be fetched"},
     {"too_many_redirects", "the redirect chain is longer than the configured limit"},
     {"redirect_loop", "a redirect points back to a URL already visited in this chain"},

@@ -64,8 +64,6 @@ std::unique_ptr<tls_context> tls_context::create(const std::string& ca_file, std
     return nullptr;
   }
   SSL_CTX_set_verify(c, SSL_VERIFY_PEER, nullptr);
-  // Session resumption across reconnects to the same host saves a full handshake.
-  SSL_CTX_set_session_cache_mode(c, SSL_SESS_CACHE_CLIENT);
   return std::unique_ptr<tls_context>(new tls_context(c));
 }
 

@@ -10,6 +10,7 @@ enum class fetch_error : uint8_t {
   ok = 0,
   // URL and redirects
   bad_url,
+  bad_request_header,
   unsupported_scheme,
   too_many_redirects,
   redirect_loop,

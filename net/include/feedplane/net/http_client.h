@@ -1,0 +1,184 @@
+// HTTP/1.1 client on the io_uring loop: GET with keep-alive reuse per host, DNS through
+// c-ares, TLS over memory BIOs, connect and total timeouts, redirects (each hop reported,
+// permanent or not), conditional requests, RFC 3229 `A-IM: feed`, gzip/deflate, a body
+// cap, and a distinct fetch_error for every failure. Knows nothing about feeds.
+//
+// Threading and lifetime: one client per loop, used on the loop's thread only. Before
+// destroying it call shutdown() and run the loop until quiescent() (every io_uring op it
+// started has completed); the destructor asserts nothing but frees memory the kernel
+// might otherwise still write to.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "feedplane/net/content_decoding.h"
+#include "feedplane/net/dns.h"
+#include "feedplane/net/fetch_error.h"
+#include "feedplane/net/loop.h"
+#include "feedplane/net/tls_client.h"
+#include "feedplane/net/url.h"
+
+namespace feedplane::net {
+
+struct client_options {
+  uint32_t connect_timeout_ms = 5'000;  // TCP connect + TLS handshake
+  uint32_t total_timeout_ms = 5'000;    // whole fetch, redirects included
+  uint64_t max_body = 8 * 1024 * 1024;  // wire body and decoded body
+  uint32_t max_redirects = 5;
+  uint32_t per_host_connections = 2;  // concurrent connections per scheme+host+port
+  uint32_t idle_timeout_ms = 30'000;  // an idle pooled connection is closed after this
+  uint32_t max_header_bytes = 64 * 1024;
+  std::string user_agent = "feedplane/0.1";
+  std::string ca_file;  // empty: the system CA store
+  dns_options dns;
+};
+
+struct fetch_request {
+  std::string url;
+  std::string if_none_match;      // stored ETag, sent as If-None-Match
+  std::string if_modified_since;  // stored Last-Modified, sent as If-Modified-Since
+  bool a_im_feed = false;         // send `A-IM: feed` (RFC 3229 delta feeds, 226 IM Used)
+  bool insecure = false;          // per-source opt-out: do not verify the certificate
+  bool accept_compressed = true;  // Accept-Encoding: gzip, deflate
+  // Extra request headers ("Name", "value"); names/values with CR, LF or NUL are refused.
+  std::vector<std::pair<std::string, std::string>> headers;
+  uint32_t total_timeout_ms = 0;  // 0: the client's default
+  uint64_t max_body = 0;          // 0: the client's default
+};
+
+struct redirect_hop {
+  std::string from;        // the URL that answered with a redirect
+  std::string to;          // the resolved Location
+  int status = 0;          // 301, 302, 303, 307 or 308
+  bool permanent = false;  // 301 and 308: the caller should update its stored URL
+};
+
+struct fetch_result {
+  fetch_error error = fetch_error::ok;
+  std::string detail;  // more about the error (OpenSSL text, errno text), may be empty
+  int status = 0;      // final HTTP status (0 if no response)
+  std::string final_url;
+  std::vector<redirect_hop> redirects;
+  // The headers a crawler acts on (empty when absent).
+  std::string etag, last_modified, cache_control, expires, retry_after, content_type,
+      content_encoding, im;
+  std::vector<std::pair<std::string, std::string>> headers;  // all final response headers
+  std::string body;            // decoded (Content-Encoding removed); empty for 304
+  uint64_t wire_bytes = 0;     // HTTP bytes received for the whole chain (before TLS)
+  uint64_t decoded_bytes = 0;  // body.size()
+  uint64_t elapsed_ms = 0;
+  bool reused_connection = false;  // the final response came over a pooled connection
+};
+
+class http_client {
+ public:
+  // Called once per fetch on the loop thread. The result may be moved from; it is
+  // reused after the callback returns.
+  using done_fn = void (*)(void* ctx, uint64_t id, fetch_result& r);
+
+  static std::unique_ptr<http_client> create(loop& l, const client_options& opt,
+                                             std::string* error);
+  ~http_client();
+  http_client(const http_client&) = delete;
+  http_client& operator=(const http_client&) = delete;
+
+  // Starts a fetch; returns its id (never 0). `done` is always called exactly once,
+  // possibly before fetch() returns (bad URL).
+  uint64_t fetch(const fetch_request& req, done_fn done, void* ctx);
+  // Fails the fetch with `cancelled` (its callback runs now).
+  void cancel(uint64_t id);
+
+  // Fails every fetch with `cancelled` and closes every connection.
+  void shutdown();
+  // True when no io_uring operation of this client is in flight.
+  bool quiescent() const;
+  size_t in_flight() const { return active_.size(); }
+
+  struct counters {
+    uint64_t connections_opened = 0;
+    uint64_t connections_reused = 0;
+    uint64_t retries_on_stale = 0;
+  };
+  const counters& stats() const { return stats_; }
+
+ private:
+  struct txn;
+  struct conn;
+  struct host_pool;
+  struct dns_watch_entry {
+    uint32_t mask = 0;   // POLLIN / POLLOUT wanted by c-ares; 0 = not watched
+    bool armed = false;  // a poll request is in flight
+    op_id op;
+  };
+  friend struct conn;
+  friend struct txn;
+
+  http_client(loop& l, const client_options& opt);
+
+  // txn lifecycle
+  void start_hop(txn* t);
+  void finish(txn* t, fetch_error e, std::string detail = {});
+  static void on_total_timeout(void* ctx);
+
+  // connections
+  conn* new_conn(host_pool& p, txn* t);
+  void assign(conn* c, txn* t);
+  void begin_connect(conn* c);
+  void on_connected(conn* c);
+  void drive_tls(conn* c);
+  void send_request(conn* c);
+  void arm_recv(conn* c);
+  void flush_out(conn* c);
+  bool handle_plain(conn* c, const char* data, size_t n);
+  void pump_pool(host_pool& p);
+  void connect_addr(conn* c);
+  void queue_out(conn* c, std::string_view bytes);
+  void on_response(conn* c, bool reusable);
+  void handle_eof(conn* c);
+  void conn_failed(conn* c, fetch_error e, std::string detail);
+  void release(conn* c, bool reusable, host_pool& p);
+  void close_conn(conn* c);
+  void maybe_free(conn* c);
+  void op_done(conn* c);
+  static void on_dns(void* ctx, fetch_error e, const std::vector<ip_address>& addrs);
+  static void on_conn_timeout(void* ctx);
+  static void on_idle_timeout(void* ctx);
+  void on_connect_cqe(conn* c, const completion& cq);
+  void on_send_cqe(conn* c, const completion& cq);
+  void on_recv_cqe(conn* c, const completion& cq);
+
+  // DNS fd readiness through loop poll requests
+  static void dns_watch(void* ctx, int fd, bool readable, bool writable);
+  static void on_dns_poll(void* ctx, const completion& c);
+  void arm_dns_poll(int fd, dns_watch_entry& e);
+  static void on_dns_timer(void* ctx);
+  void arm_dns_timer();
+
+  loop& loop_;
+  client_options opt_;
+  std::unique_ptr<dns_resolver> dns_;
+  std::unique_ptr<tls_context> tls_;
+  content_decoder decoder_;
+  std::unordered_map<std::string, std::unique_ptr<host_pool>> pools_;
+  std::unordered_map<uint64_t, txn*> active_;
+  std::vector<std::unique_ptr<txn>> txn_free_;
+  std::vector<std::unique_ptr<conn>> conns_;  // every conn object, live or closing
+  std::vector<conn*> conn_free_;
+  uint64_t next_id_ = 1;
+  counters stats_;
+  std::string scratch_;
+
+  std::unordered_map<int, dns_watch_entry> dns_fds_;
+  uint32_t dns_polls_in_flight_ = 0;
+  timer dns_timer_;
+};
+
+}  // namespace feedplane::net

@@ -1,0 +1,889 @@
+#include "feedplane/net/http_client.h"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "feedplane/net/http_response.h"
+
+namespace feedplane::net {
+
+namespace {
+constexpr size_t k_recv_buf = 16 * 1024;  // one TLS record
+constexpr uint32_t k_max_stale_retries = 2;
+
+bool is_redirect(int s) { return s == 301 || s == 302 || s == 303 || s == 307 || s == 308; }
+
+bool header_text_ok(std::string_view s) {
+  for (char c : s)
+    if (c == '\r' || c == '\n' || c == '\0') return false;
+  return true;
+}
+
+bool header_name_ok(std::string_view s) {
+  if (s.empty()) return false;
+  for (char c : s)
+    if (c <= ' ' || c == ':' || c >= 0x7f) return false;
+  return true;
+}
+
+fetch_error classify_connect(int res) {
+  switch (-res) {
+    case ECONNREFUSED:
+      return fetch_error::connect_refused;
+    case ETIMEDOUT:
+      return fetch_error::connect_timeout;
+    default:
+      return fetch_error::connect_failed;
+  }
+}
+}  // namespace
+
+// A scheme+host+port (+ verification mode): its connections and the fetches waiting for one.
+struct http_client::host_pool {
+  std::string host;
+  uint16_t port = 0;
+  bool https = false;
+  bool insecure = false;
+  uint32_t open = 0;         // connections counted against per_host_connections
+  std::vector<conn*> idle;   // keep-alive connections ready for a request
+  std::deque<txn*> waiting;  // fetches waiting for a connection slot
+};
+
+// One fetch, across its redirects. Pooled: strings keep their capacity between fetches.
+struct http_client::txn {
+  http_client* client = nullptr;
+  uint64_t id = 0;
+  done_fn done = nullptr;
+  void* ctx = nullptr;
+  fetch_request req;
+  url cur;
+  std::vector<std::string> visited;  // every URL of the chain, for loop detection
+  fetch_result result;
+  std::string wire_body;
+  timer total;
+  conn* c = nullptr;                // the connection carrying it, if any
+  host_pool* waiting_in = nullptr;  // the pool whose queue holds it, if any
+  std::chrono::steady_clock::time_point started;
+  uint64_t max_body = 0;
+  uint32_t stale_retries = 0;
+};
+
+// One TCP (+TLS) connection. Pooled; freed only when no io_uring op refers to it (ops_).
+struct http_client::conn {
+  enum class state : uint8_t { resolving, connecting, handshaking, busy, idle, closing, free };
+  http_client* client = nullptr;
+  host_pool* pool = nullptr;
+  state st = state::free;
+  int fd = -1;
+  uint32_t ops = 0;  // io_uring ops in flight that carry this conn as context
+  std::vector<ip_address> addrs;
+  size_t addr_i = 0;
+  sockaddr_storage sa{};
+  socklen_t sa_len = 0;
+  uint64_t dns_id = 0;
+  tls_session tls;
+  txn* t = nullptr;
+  response_parser parser;
+  std::string out;  // bytes being sent (owned by the kernel while sending)
+  size_t out_off = 0;
+  std::string pending;  // bytes queued while a send is in flight
+  bool sending = false;
+  bool receiving = false;
+  bool got_bytes = false;  // any response byte for the current request
+  uint32_t served = 0;     // responses completed on this connection
+  std::unique_ptr<char[]> rbuf{new char[k_recv_buf]};
+  std::unique_ptr<char[]> pbuf;  // TLS plaintext
+  timer conn_timer;
+  timer idle_timer;
+};
+
+http_client::http_client(loop& l, const client_options& opt) : loop_(l), opt_(opt) {}
+
+std::unique_ptr<http_client> http_client::create(loop& l, const client_options& opt,
+                                                 std::string* error) {
+  std::unique_ptr<http_client> c(new http_client(l, opt));
+  c->dns_ = dns_resolver::create(opt.dns, error);
+  if (!c->dns_) return nullptr;
+  c->dns_->set_watch_fn(&http_client::dns_watch, c.get());
+  c->tls_ = tls_context::create(opt.ca_file, error);
+  if (!c->tls_) return nullptr;
+  c->dns_timer_.set(&http_client::on_dns_timer, c.get());
+  return c;
+}
+
+http_client::~http_client() {
+  // c-ares calls back (sock_state, cancelled queries) while it is destroyed: detach first.
+  if (dns_) {
+    dns_->set_watch_fn(nullptr, nullptr);
+    dns_.reset();
+  }
+  loop_.disarm(dns_timer_);
+  for (auto& c : conns_) {
+    loop_.disarm(c->conn_timer);
+    loop_.disarm(c->idle_timer);
+    if (c->fd >= 0) ::close(c->fd);
+  }
+  for (auto& [id, t] : active_) loop_.disarm(t->total);
+}
+
+// ---------------------------------------------------------------- fetches
+
+uint64_t http_client::fetch(const fetch_request& req, done_fn done, void* ctx) {
+  std::unique_ptr<txn> owned;
+  if (!txn_free_.empty()) {
+    owned = std::move(txn_free_.back());
+    txn_free_.pop_back();
+  } else {
+    owned = std::make_unique<txn>();
+  }
+  txn* t = owned.release();  // owned by active_ until finish() returns it to txn_free_
+  t->client = this;
+  t->id = next_id_++;
+  t->done = done;
+  t->ctx = ctx;
+  t->req = req;
+  t->c = nullptr;
+  t->waiting_in = nullptr;
+  t->stale_retries = 0;
+  t->visited.clear();
+  auto& r = t->result;
+  r.error = fetch_error::ok;
+  r.detail.clear();
+  r.status = 0;
+  r.final_url.clear();
+  r.redirects.clear();
+  r.wire_bytes = 0;
+  r.decoded_bytes = 0;
+  r.headers.clear();
+  r.body.clear();
+  for (auto* f : {&r.etag, &r.last_modified, &r.cache_control, &r.expires, &r.retry_after,
+                  &r.content_type, &r.content_encoding, &r.im})
+    f->clear();
+  r.reused_connection = false;
+  t->started = std::chrono::steady_clock::now();
+  t->max_body = req.max_body ? req.max_body : opt_.max_body;
+  active_.emplace(t->id, t);
+  t->total.set(&http_client::on_total_timeout, t);
+  loop_.arm(t->total, req.total_timeout_ms ? req.total_timeout_ms : opt_.total_timeout_ms);
+
+  uint64_t id = t->id;
+  for (const auto& [name, value] : req.headers) {
+    if (!header_name_ok(name) || !header_text_ok(value)) {
+      finish(t, fetch_error::bad_request_header, name);
+      return id;
+    }
+  }
+  if (!header_text_ok(req.if_none_match) || !header_text_ok(req.if_modified_since)) {
+    finish(t, fetch_error::bad_request_header, "validator");
+    return id;
+  }
+  bool unsupported = false;
+  if (!parse_url(req.url, t->cur, &unsupported)) {
+    t->cur = url{};
+    finish(t, unsupported ? fetch_error::unsupported_scheme : fetch_error::bad_url, req.url);
+    return id;
+  }
+  t->visited.push_back(t->cur.str());
+  start_hop(t);
+  return id;
+}
+
+void http_client::cancel(uint64_t id) {
+  auto it = active_.find(id);
+  if (it != active_.end()) finish(it->second, fetch_error::cancelled);
+}
+
+void http_client::start_hop(txn* t) {
+  scratch_.assign(t->cur.https ? "s:" : "h:");
+  scratch_ += t->cur.authority();
+  bool insecure = t->cur.https && t->req.insecure;
+  if (insecure) scratch_ += "!";
+  auto& slot = pools_[scratch_];
+  if (!slot) {
+    slot = std::make_unique<host_pool>();
+    slot->host = t->cur.host;
+    slot->port = t->cur.port;
+    slot->https = t->cur.https;
+    slot->insecure = insecure;
+  }
+  host_pool& p = *slot;
+  if (!p.idle.empty()) {
+    conn* c = p.idle.back();
+    p.idle.pop_back();
+    loop_.disarm(c->idle_timer);
+    ++stats_.connections_reused;
+    c->st = conn::state::busy;
+    assign(c, t);
+    send_request(c);
+    return;
+  }
+  if (p.open < std::max<uint32_t>(1, opt_.per_host_connections)) {
+    new_conn(p, t);
+    return;
+  }
+  t->waiting_in = &p;
+  p.waiting.push_back(t);
+}
+
+void http_client::finish(txn* t, fetch_error e, std::string detail) {
+  loop_.disarm(t->total);
+  if (conn* c = t->c) {
+    // Failed or cancelled while on a connection: the connection's state is unknown.
+    t->c = nullptr;
+    c->t = nullptr;
+    host_pool* p = c->pool;
+    close_conn(c);
+    if (p) pump_pool(*p);
+  }
+  if (t->waiting_in) {
+    auto& w = t->waiting_in->waiting;
+    w.erase(std::remove(w.begin(), w.end(), t), w.end());
+    t->waiting_in = nullptr;
+  }
+  auto& r = t->result;
+  r.error = e;
+  if (e != fetch_error::ok) {
+    r.detail = std::move(detail);
+    r.body.clear();
+  }
+  r.final_url = t->cur.host.empty() ? t->req.url : t->cur.str();
+  r.decoded_bytes = r.body.size();
+  r.elapsed_ms = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                           std::chrono::steady_clock::now() - t->started)
+                                           .count());
+  active_.erase(t->id);
+  if (t->done) t->done(t->ctx, t->id, r);
+  txn_free_.emplace_back(t);
+}
+
+void http_client::on_total_timeout(void* ctx) {
+  auto* t = static_cast<txn*>(ctx);
+  fetch_error e = fetch_error::total_timeout;
+  if (t->c) {
+    switch (t->c->st) {
+      case conn::state::resolving:
+        e = fetch_error::dns_timeout;
+        break;
+      case conn::state::connecting:
+        e = fetch_error::connect_timeout;
+        break;
+      case conn::state::handshaking:
+        e = fetch_error::tls_handshake_timeout;
+        break;
+      default:
+        break;
+    }
+  }
+  t->client->finish(t, e);
+}
+
+// ---------------------------------------------------------------- connections
+
+http_client::conn* http_client::new_conn(host_pool& p, txn* t) {
+  conn* c;
+  if (!conn_free_.empty()) {
+    c = conn_free_.back();
+    conn_free_.pop_back();
+  } else {
+    conns_.push_back(std::make_unique<conn>());
+    c = conns_.back().get();
+    c->client = this;
+    c->conn_timer.set(&http_client::on_conn_timeout, c);
+    c->idle_timer.set(&http_client::on_idle_timeout, c);
+  }
+  c->pool = &p;
+  ++p.open;
+  ++stats_.connections_opened;
+  c->st = conn::state::resolving;
+  c->served = 0;
+  c->addrs.clear();
+  c->addr_i = 0;
+  c->out.clear();
+  c->out_off = 0;
+  c->pending.clear();
+  c->sending = c->receiving = false;
+  assign(c, t);
+  loop_.arm(c->conn_timer, opt_.connect_timeout_ms);
+  fetch_error e;
+  if (dns_->resolve(p.host, &http_client::on_dns, c, &c->dns_id, &e, &c->addrs)) {
+    if (e != fetch_error::ok) {
+      conn_failed(c, e, p.host);
+    } else {
+      c->addr_i = 0;
+      connect_addr(c);
+    }
+  } else {
+    arm_dns_timer();
+  }
+  return c;
+}
+
+void http_client::assign(conn* c, txn* t) {
+  c->t = t;
+  t->c = c;
+  c->got_bytes = false;
+}
+
+void http_client::on_dns(void* ctx, fetch_error e, const std::vector<ip_address>& addrs) {
+  auto* c = static_cast<conn*>(ctx);
+  c->dns_id = 0;
+  if (e != fetch_error::ok) {
+    c->client->conn_failed(c, e, c->pool ? c->pool->host : std::string());
+    return;
+  }
+  c->addrs = addrs;
+  c->addr_i = 0;
+  c->client->connect_addr(c);
+}
+
+void http_client::connect_addr(conn* c) {
+  const ip_address& a = c->addrs[c->addr_i];
+  c->fd = ::socket(a.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (c->fd < 0) {
+    conn_failed(c, fetch_error::connect_failed, std::strerror(errno));
+    return;
+  }
+  int one = 1;
+  ::setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  c->sa_len = a.to_sockaddr(c->pool->port, c->sa);
+  c->st = conn::state::connecting;
+  auto id = loop_.connect(c->fd, reinterpret_cast<sockaddr*>(&c->sa), c->sa_len,
+                          handler{[](void* x, const completion& cq) {
+                                    auto* cc = static_cast<conn*>(x);
+                                    cc->client->on_connect_cqe(cc, cq);
+                                  },
+                                  c, 0});
+  if (!id.valid()) {
+    conn_failed(c, fetch_error::internal, "io_uring op slab full");
+    return;
+  }
+  ++c->ops;
+}
+
+void http_client::on_connect_cqe(conn* c, const completion& cq) {
+  --c->ops;
+  if (c->st == conn::state::closing) {
+    maybe_free(c);
+    return;
+  }
+  if (cq.res < 0) {
+    fetch_error e = classify_connect(cq.res);
+    std::string detail = c->addrs[c->addr_i].str() + ": " + std::strerror(-cq.res);
+    ::close(c->fd);
+    c->fd = -1;
+    // Refused or unreachable on one address: try the host's next address (IPv4 then IPv6).
+    if (c->addr_i + 1 < c->addrs.size()) {
+      ++c->addr_i;
+      connect_addr(c);
+      return;
+    }
+    conn_failed(c, e, std::move(detail));
+    return;
+  }
+  if (c->pool->https) {
+    c->st = conn::state::handshaking;
+    if (!c->pbuf) c->pbuf.reset(new char[k_recv_buf]);
+    if (!c->tls.start(*tls_, c->pool->host, !c->pool->insecure)) {
+      conn_failed(c, c->tls.error(), c->tls.detail());
+      return;
+    }
+    drive_tls(c);
+    return;
+  }
+  loop_.disarm(c->conn_timer);
+  c->st = conn::state::busy;
+  send_request(c);
+}
+
+void http_client::drive_tls(conn* c) {
+  auto r = c->tls.handshake();
+  if (c->tls.has_output()) {
+    c->tls.take_output(c->sending ? c->pending : c->out);
+    flush_out(c);
+  }
+  if (r == tls_session::result::ok) {
+    loop_.disarm(c->conn_timer);
+    c->st = conn::state::busy;
+    send_request(c);
+    return;
+  }
+  if (r == tls_session::result::want_io) {
+    arm_recv(c);
+    return;
+  }
+  conn_failed(
+      c, c->tls.error() == fetch_error::ok ? fetch_error::tls_handshake_failed : c->tls.error(),
+      c->tls.detail());
+}
+
+void http_client::queue_out(conn* c, std::string_view bytes) {
+  (c->sending ? c->pending : c->out).append(bytes);
+}
+
+void http_client::send_request(conn* c) {
+  txn* t = c->t;
+  const url& u = t->cur;
+  // Built in one buffer and sent with one send: no per-header syscalls or copies.
+  std::string& b = scratch_;
+  b.clear();
+  b += "GET ";
+  b += u.target;
+  b += " HTTP/1.1\r\nHost: ";
+  b += u.authority();
+  b += "\r\nUser-Agent: ";
+  b += opt_.user_agent;
+  b += "\r\nAccept: */*\r\n";
+  if (t->req.accept_compressed) b += "Accept-Encoding: gzip, deflate\r\n";
+  if (!t->req.if_none_match.empty()) {
+    b += "If-None-Match: ";
+    b += t->req.if_none_match;
+    b += "\r\n";
+  }
+  if (!t->req.if_modified_since.empty()) {
+    b += "If-Modified-Since: ";
+    b += t->req.if_modified_since;
+    b += "\r\n";
+  }
+  if (t->req.a_im_feed) b += "A-IM: feed\r\n";
+  for (const auto& [name, value] : t->req.headers) {
+    b += name;
+    b += ": ";
+    b += value;
+    b += "\r\n";
+  }
+  b += "\r\n";
+  response_limits lim;
+  lim.max_body = t->max_body;
+  lim.max_header_bytes = opt_.max_header_bytes;
+  c->parser.set_limits(lim);
+  c->parser.reset();
+  c->got_bytes = false;
+  t->result.reused_connection = c->served > 0;
+  if (c->pool->https) {
+    if (c->tls.write(b.data(), b.size()) != tls_session::result::ok) {
+      conn_failed(c, fetch_error::tls_error, c->tls.detail());
+      return;
+    }
+    c->tls.take_output(c->sending ? c->pending : c->out);
+  } else {
+    queue_out(c, b);
+  }
+  flush_out(c);
+  arm_recv(c);
+}
+
+void http_client::flush_out(conn* c) {
+  if (c->sending || c->st == conn::state::closing) return;
+  if (c->out_off >= c->out.size()) {
+    c->out.clear();
+    c->out_off = 0;
+    if (c->pending.empty()) return;
+    c->out.swap(c->pending);
+  }
+  auto id = loop_.send(c->fd, c->out.data() + c->out_off, c->out.size() - c->out_off,
+                       handler{[](void* x, const completion& cq) {
+                                 auto* cc = static_cast<conn*>(x);
+                                 cc->client->on_send_cqe(cc, cq);
+                               },
+                               c, 0});
+  if (!id.valid()) {
+    conn_failed(c, fetch_error::internal, "io_uring op slab full");
+    return;
+  }
+  ++c->ops;
+  c->sending = true;
+}
+
+void http_client::on_send_cqe(conn* c, const completion& cq) {
+  --c->ops;
+  c->sending = false;
+  if (c->st == conn::state::closing) {
+    maybe_free(c);
+    return;
+  }
+  if (cq.res < 0) {
+    conn_failed(c,
+                cq.res == -EPIPE || cq.res == -ECONNRESET ? fetch_error::connection_reset
+                                                          : fetch_error::send_failed,
+                std::strerror(-cq.res));
+    return;
+  }
+  c->out_off += static_cast<size_t>(cq.res);
+  flush_out(c);
+}
+
+void http_client::arm_recv(conn* c) {
+  if (c->receiving || c->st == conn::state::closing) return;
+  auto id = loop_.recv(c->fd, c->rbuf.get(), k_recv_buf,
+                       handler{[](void* x, const completion& cq) {
+                                 auto* cc = static_cast<conn*>(x);
+                                 cc->client->on_recv_cqe(cc, cq);
+                               },
+                               c, 0});
+  if (!id.valid()) {
+    conn_failed(c, fetch_error::internal, "io_uring op slab full");
+    return;
+  }
+  ++c->ops;
+  c->receiving = true;
+}
+
+void http_client::on_recv_cqe(conn* c, const completion& cq) {
+  --c->ops;
+  c->receiving = false;
+  if (c->st == conn::state::closing) {
+    maybe_free(c);
+    return;
+  }
+  if (cq.res < 0) {
+    conn_failed(c, cq.res == -ECONNRESET ? fetch_error::connection_reset : fetch_error::recv_failed,
+                std::strerror(-cq.res));
+    return;
+  }
+  if (cq.res == 0) {
+    handle_eof(c);
+    return;
+  }
+  size_t n = static_cast<size_t>(cq.res);
+  if (c->st == conn::state::handshaking) {
+    c->tls.feed(c->rbuf.get(), n);
+    drive_tls(c);
+    return;
+  }
+  if (c->st == conn::state::idle) {
+    return;  // not armed while idle; defensive
+  }
+  if (c->pool->https) {
+    c->tls.feed(c->rbuf.get(), n);
+    while (true) {
+      size_t got = 0;
+      auto r = c->tls.read(c->pbuf.get(), k_recv_buf, &got);
+      if (r == tls_session::result::ok) {
+        if (handle_plain(c, c->pbuf.get(), got)) return;  // response finished
+        continue;
+      }
+      if (r == tls_session::result::closed) {
+        handle_eof(c);
+        return;
+      }
+      if (r == tls_session::result::error) {
+        conn_failed(c, c->tls.error(), c->tls.detail());
+        return;
+      }
+      break;  // want_io
+    }
+    if (c->tls.has_output()) {  // e.g. a key update answer
+      c->tls.take_output(c->sending ? c->pending : c->out);
+      flush_out(c);
+    }
+  } else if (handle_plain(c, c->rbuf.get(), n)) {
+    return;
+  }
+  if (c->t != nullptr) arm_recv(c);
+}
+
+// Returns true when the response completed (or failed): the conn may have moved on.
+bool http_client::handle_plain(conn* c, const char* data, size_t n) {
+  if (c->t == nullptr) return true;
+  c->got_bytes = true;
+  size_t used = 0;
+  auto s = c->parser.feed(data, n, &used);
+  if (s == response_parser::status::error) {
+    conn_failed(c, c->parser.error(), {});
+    return true;
+  }
+  if (s == response_parser::status::done) {
+    // Bytes after the response on a connection without pipelining: do not reuse it.
+    on_response(c, used == n);
+    return true;
+  }
+  return false;
+}
+
+void http_client::handle_eof(conn* c) {
+  if (c->st == conn::state::handshaking) {
+    conn_failed(c, fetch_error::tls_handshake_failed, "connection closed during the handshake");
+    return;
+  }
+  if (c->t == nullptr) {
+    host_pool* p = c->pool;
+    close_conn(c);
+    if (p) pump_pool(*p);
+    return;
+  }
+  if (c->parser.feed_eof() == response_parser::status::done) {
+    on_response(c, false);
+    return;
+  }
+  conn_failed(c, c->parser.error(), {});
+}
+
+void http_client::conn_failed(conn* c, fetch_error e, std::string detail) {
+  txn* t = c->t;
+  host_pool* p = c->pool;
+  bool stale = c->served > 0 && !c->got_bytes &&
+               (e == fetch_error::closed_before_response || e == fetch_error::connection_reset ||
+                e == fetch_error::send_failed || e == fetch_error::recv_failed);
+  c->t = nullptr;
+  if (t) t->c = nullptr;
+  close_conn(c);
+  if (t) {
+    if (stale && t->stale_retries < k_max_stale_retries) {
+      // A pooled connection the server had already closed: retry on a fresh one.
+      ++t->stale_retries;
+      ++stats_.retries_on_stale;
+      start_hop(t);
+    } else {
+      finish(t, e, std::move(detail));
+    }
+  }
+  if (p) pump_pool(*p);
+}
+
+void http_client::pump_pool(host_pool& p) {
+  while (!p.waiting.empty() && p.open < std::max<uint32_t>(1, opt_.per_host_connections)) {
+    txn* t = p.waiting.front();
+    p.waiting.pop_front();
+    t->waiting_in = nullptr;
+    new_conn(p, t);
+  }
+}
+
+void http_client::on_response(conn* c, bool reusable) {
+  txn* t = c->t;
+  response_parser& rp = c->parser;
+  auto& r = t->result;
+  r.status = rp.status_code();
+  r.wire_bytes += rp.wire_bytes();
+  // Copy what the caller sees before the parser serves the next request on this conn.
+  auto hs = rp.headers();
+  r.headers.resize(hs.size());
+  for (size_t i = 0; i < hs.size(); ++i) {
+    r.headers[i].first.assign(hs[i].name);
+    r.headers[i].second.assign(hs[i].value);
+  }
+  r.etag.assign(rp.header("etag"));
+  r.last_modified.assign(rp.header("last-modified"));
+  // Cache-Control is a list header that may come in several lines: join them.
+  r.cache_control.clear();
+  for (const auto& hd : hs) {
+    if (!ascii_iequals(hd.name, "cache-control")) continue;
+    if (!r.cache_control.empty()) r.cache_control += ", ";
+    r.cache_control.append(hd.value);
+  }
+  r.expires.assign(rp.header("expires"));
+  r.retry_after.assign(rp.header("retry-after"));
+  r.content_type.assign(rp.header("content-type"));
+  r.content_encoding.assign(rp.header("content-encoding"));
+  r.im.assign(rp.header("im"));
+  std::string_view location = rp.header("location");
+  bool redirect = is_redirect(r.status);
+  std::string loc_copy;
+  if (redirect) loc_copy.assign(location);
+  // Swap buffers instead of copying: the parser keeps the capacity of the last body.
+  t->wire_body.swap(rp.body());
+  rp.body().clear();
+
+  ++c->served;
+  host_pool& p = *c->pool;
+  c->t = nullptr;
+  t->c = nullptr;
+  release(c, reusable && rp.keep_alive(), p);
+
+  if (redirect) {
+    if (loc_copy.empty()) {
+      finish(t, fetch_error::redirect_without_location, std::to_string(r.status));
+      return;
+    }
+    url next;
+    bool unsupported = false;
+    if (!resolve_url(t->cur, loc_copy, next, &unsupported)) {
+      finish(t, unsupported ? fetch_error::unsupported_scheme : fetch_error::bad_url, loc_copy);
+      return;
+    }
+    redirect_hop hop;
+    hop.from = t->cur.str();
+    hop.to = next.str();
+    hop.status = r.status;
+    hop.permanent = r.status == 301 || r.status == 308;
+    r.redirects.push_back(hop);
+    if (std::find(t->visited.begin(), t->visited.end(), hop.to) != t->visited.end()) {
+      finish(t, fetch_error::redirect_loop, hop.to);
+      return;
+    }
+    if (r.redirects.size() > opt_.max_redirects) {
+      finish(t, fetch_error::too_many_redirects, std::to_string(opt_.max_redirects));
+      return;
+    }
+    t->visited.push_back(hop.to);
+    t->cur = std::move(next);
+    start_hop(t);
+    return;
+  }
+  fetch_error e = fetch_error::ok;
+  if (content_decoder::needs_decoding(r.content_encoding) && !t->wire_body.empty()) {
+    e = decoder_.decode(r.content_encoding, t->wire_body, t->max_body, r.body);
+  } else {
+    r.body.swap(t->wire_body);
+  }
+  finish(t, e);
+}
+
+void http_client::release(conn* c, bool reusable, host_pool& p) {
+  if (!reusable) {
+    close_conn(c);
+    pump_pool(p);
+    return;
+  }
+  c->st = conn::state::idle;
+  if (!p.waiting.empty()) {
+    txn* next = p.waiting.front();
+    p.waiting.pop_front();
+    next->waiting_in = nullptr;
+    c->st = conn::state::busy;
+    ++stats_.connections_reused;
+    assign(c, next);
+    send_request(c);
+    return;
+  }
+  p.idle.push_back(c);
+  loop_.arm(c->idle_timer, opt_.idle_timeout_ms);
+}
+
+void http_client::on_conn_timeout(void* ctx) {
+  auto* c = static_cast<conn*>(ctx);
+  fetch_error e = c->st == conn::state::handshaking ? fetch_error::tls_handshake_timeout
+                  : c->st == conn::state::resolving ? fetch_error::dns_timeout
+                                                    : fetch_error::connect_timeout;
+  c->client->conn_failed(c, e, {});
+}
+
+void http_client::on_idle_timeout(void* ctx) {
+  auto* c = static_cast<conn*>(ctx);
+  host_pool* p = c->pool;
+  c->client->close_conn(c);
+  if (p) c->client->pump_pool(*p);
+}
+
+void http_client::close_conn(conn* c) {
+  if (c->st == conn::state::closing || c->st == conn::state::free) return;
+  loop_.disarm(c->conn_timer);
+  loop_.disarm(c->idle_timer);
+  if (c->dns_id) {
+    dns_->cancel(c->dns_id);
+    c->dns_id = 0;
+  }
+  if (host_pool* p = c->pool) {
+    auto& idle = p->idle;
+    idle.erase(std::remove(idle.begin(), idle.end(), c), idle.end());
+    --p->open;
+    c->pool = nullptr;
+  }
+  c->st = conn::state::closing;
+  c->t = nullptr;
+  if (c->fd >= 0 && c->ops > 0) loop_.cancel_fd(c->fd);
+  maybe_free(c);
+}
+
+void http_client::maybe_free(conn* c) {
+  if (c->st != conn::state::closing || c->ops > 0) return;
+  if (c->fd >= 0) ::close(c->fd);
+  c->fd = -1;
+  c->tls.reset();
+  c->st = conn::state::free;
+  conn_free_.push_back(c);
+}
+
+void http_client::shutdown() {
+  while (!active_.empty()) finish(active_.begin()->second, fetch_error::cancelled);
+  for (auto& c : conns_) close_conn(c.get());
+  for (auto& [fd, e] : dns_fds_) {
+    e.mask = 0;
+    if (e.armed) loop_.cancel(e.op);
+  }
+  loop_.disarm(dns_timer_);
+}
+
+bool http_client::quiescent() const {
+  if (dns_polls_in_flight_ > 0) return false;
+  for (const auto& c : conns_)
+    if (c->ops > 0) return false;
+  return true;
+}
+
+// ---------------------------------------------------------------- DNS on the loop
+
+void http_client::dns_watch(void* ctx, int fd, bool readable, bool writable) {
+  auto* self = static_cast<http_client*>(ctx);
+  uint32_t mask = (readable ? POLLIN : 0) | (writable ? POLLOUT : 0);
+  auto& e = self->dns_fds_[fd];
+  e.mask = mask;
+  if (mask == 0) {
+    // c-ares may close this fd next: a poll on it would pin the old socket; cancel it.
+    if (e.armed) {
+      self->loop_.cancel(e.op);
+    } else {
+      self->dns_fds_.erase(fd);
+    }
+    return;
+  }
+  if (!e.armed) self->arm_dns_poll(fd, e);
+}
+
+void http_client::arm_dns_poll(int fd, dns_watch_entry& e) {
+  e.op = loop_.poll_add(
+      fd, e.mask,
+      handler{&http_client::on_dns_poll, this, static_cast<uint64_t>(static_cast<uint32_t>(fd))});
+  if (e.op.valid()) {
+    e.armed = true;
+    ++dns_polls_in_flight_;
+  }
+}
+
+void http_client::on_dns_poll(void* ctx, const completion& cq) {
+  auto* self = static_cast<http_client*>(ctx);
+  --self->dns_polls_in_flight_;
+  int fd = static_cast<int>(cq.tag);
+  auto it = self->dns_fds_.find(fd);
+  if (it == self->dns_fds_.end()) return;
+  it->second.armed = false;
+  if (cq.res > 0 && it->second.mask != 0 && self->dns_) {
+    auto rev = static_cast<uint32_t>(cq.res);
+    self->dns_->process_fd(fd, (rev & (POLLIN | POLLERR | POLLHUP)) != 0, (rev & POLLOUT) != 0);
+  }
+  // process_fd may have changed the watch set (and rehashed the map): look again.
+  it = self->dns_fds_.find(fd);
+  if (it != self->dns_fds_.end() && !it->second.armed) {
+    if (it->second.mask == 0) {
+      self->dns_fds_.erase(it);
+    } else {
+      self->arm_dns_poll(fd, it->second);
+    }
+  }
+  self->arm_dns_timer();
+}
+
+void http_client::on_dns_timer(void* ctx) {
+  auto* self = static_cast<http_client*>(ctx);
+  if (!self->dns_) return;
+  self->dns_->process_timeouts();
+  self->arm_dns_timer();
+}
+
+void http_client::arm_dns_timer() {
+  int64_t ms = dns_ ? dns_->next_timeout_ms() : -1;
+  if (ms < 0) {
+    loop_.disarm(dns_timer_);
+    return;
+  }
+  loop_.arm(dns_timer_, static_cast<uint64_t>(std::max<int64_t>(ms, 1)));
+}
+
+}  // namespace feedplane::net
