@@ -1,0 +1,295 @@
+// The index against the naive oracle: hand-picked cases, then randomised differential
+// runs (>= 100,000 subscription/article pairs; FEEDPLANE_LONG_TESTS=1 for 20x more) with
+// every operator, ASCII and non-ASCII text, markup, and adds, replaces and removes
+// between articles. The plain-counting peer is checked the same way.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "feedplane/matcher/index.h"
+#include "feedplane/matcher/naive.h"
+#include "feedplane/workload/workload.h"
+
+namespace fm = feedplane::matcher;
+
+namespace {
+
+std::vector<uint32_t> sorted_ids(const fm::match_result& r) {
+  std::vector<uint32_t> v(r.ids().begin(), r.ids().end());
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+struct fixture {
+  fm::index idx;
+  fm::naive_matcher naive;
+  fm::match_result result;
+  fm::article art;
+
+  void add(uint32_t id, const std::string& q) {
+    ASSERT_EQ(idx.add(id, q), "") << q;
+    ASSERT_EQ(naive.add(id, q), "") << q;
+  }
+  std::vector<uint32_t> match(std::string_view title, std::string_view content) {
+    art.assign_html(title, content);
+    idx.match(art, result);
+    std::vector<uint32_t> expect;
+    naive.match(art, expect);
+    auto got = sorted_ids(result);
+    EXPECT_EQ(got, expect) << "title: " << title << "\ncontent: " << content;
+    return got;
+  }
+};
+
+using ids = std::vector<uint32_t>;
+
+TEST(MatcherIndex, Basics) {
+  fixture f;
+  f.add(0, "rust");
+  f.add(1, "rust tokio");
+  f.add(2, "\"new york\" times");
+  f.add(3, "title:rust");
+  f.add(4, "rust -java");
+  f.add(5, "(law internet) OR (privacy internet)");
+  f.add(6, "c++");
+  f.add(7, "e-mail");
+  f.add(8, "center");
+  EXPECT_EQ(f.match("Rust news", "tokio 1.0 released"), (ids{0, 1, 3, 4}));
+  EXPECT_EQ(f.match("", "Java and rust"), (ids{0}));
+  EXPECT_EQ(f.match("The New York Times", "privacy and the internet"), (ids{2, 5}));
+  EXPECT_EQ(f.match("New", "York times"), (ids{}));  // phrases do not span title and content
+  EXPECT_EQ(f.match("", "C++ and E-Mail"), (ids{6, 7}));
+  EXPECT_EQ(f.match("", "C and email"), (ids{}));
+  EXPECT_EQ(f.match("", "<div class=\"center-wrap\">nothing here</div>"), (ids{}));
+  EXPECT_EQ(f.match("", "<script>center()</script><style>.center{}</style>"), (ids{}));
+}
+
+TEST(MatcherIndex, MatchedWords) {
+  fixture f;
+  f.add(1, "rust tokio async");
+  f.add(2, "rust");
+  f.add(3, "\"new york\" OR boston");
+  f.match("Rust", "async tokio in new york");
+  std::set<std::string> seen;
+  std::vector<std::string_view> words;
+  for (size_t k = 0; k < f.result.ids().size(); ++k) {
+    f.idx.matched_words(f.result, k, words);
+    std::string s;
+    std::vector<std::string> sorted(words.begin(), words.end());
+    std::sort(sorted.begin(), sorted.end());
+    for (auto& w : sorted) s += w + " ";
+    seen.insert(std::to_string(f.result.ids()[k]) + ": " + s);
+  }
+  EXPECT_EQ(seen, (std::set<std::string>{"1: async rust tokio ", "2: rust ", "3: new york "}));
+}
+
+TEST(MatcherIndex, ReplaceRemoveAndVocabulary) {
+  fixture f;
+  f.add(1, "alpha beta");
+  f.add(2, "alpha");
+  EXPECT_EQ(f.idx.vocabulary_size(), 2u);
+  EXPECT_EQ(f.match("", "alpha beta"), (ids{1, 2}));
+  f.add(1, "gamma");  // replace
+  EXPECT_EQ(f.idx.size(), 2u);
+  EXPECT_EQ(f.match("", "alpha beta"), (ids{2}));
+  EXPECT_EQ(f.idx.vocabulary_size(), 2u);  // beta left the vocabulary
+  EXPECT_TRUE(f.idx.remove(2));
+  EXPECT_TRUE(f.naive.remove(2));
+  EXPECT_FALSE(f.idx.remove(2));
+  EXPECT_EQ(f.match("", "alpha gamma"), (ids{1}));
+  EXPECT_EQ(f.idx.vocabulary_size(), 1u);
+  // A failed replace keeps the old query.
+  EXPECT_NE(f.idx.add(1, "(broken"), "");
+  EXPECT_EQ(f.match("", "gamma"), (ids{1}));
+}
+
+TEST(MatcherIndex, FilesUnderTheRarestWordAndRefilesOnDrift) {
+  fm::index idx;
+  fm::article a;
+  // "common" occurs in every article, "rare" in none: the clause goes under "rare".
+  for (int i = 0; i < 50; ++i) {
+    a.assign_text("", "common words everywhere");
+    idx.observe(a);
+  }
+  EXPECT_GT(idx.frequency("common"), idx.frequency("rare"));
+  ASSERT_EQ(idx.add(1, "common rare"), "");
+  fm::match_result r;
+  a.assign_text("", "common");
+  idx.match(a, r);
+  EXPECT_EQ(r.stats().postings, 0u);  // filed under "rare": "common" alone reads nothing
+  // Now "rare" becomes very frequent and "common" disappears: maintain() re-files.
+  for (int i = 0; i < 400; ++i) {
+    a.assign_text("", "rare rare rare");
+    idx.observe(a);
+  }
+  EXPECT_GE(idx.maintain(1000), 1u);
+  a.assign_text("", "rare");
+  idx.match(a, r);
+  EXPECT_EQ(r.stats().postings, 0u);
+  a.assign_text("", "common rare");
+  idx.match(a, r);
+  EXPECT_EQ(sorted_ids(r), (ids{1}));
+}
+
+// ---- randomised differential test ----
+
+const std::vector<std::string> k_words = {
+    "rust",  "go",    "java",   "tokio", "new",   "york",  "times",  "law",  "internet",
+    "privacy", "c++", "caf\u00e9", "stra\u00dfe", "\u4e2d\u6587", "e-mail", "u.s.", "don't",
+    "the",   "of",    "alpha",  "beta",  "gamma", "delta", "x1",     "42",   "\u00e9t\u00e9"};
+
+std::string pick(std::mt19937_64& r, const std::vector<std::string>& v) { return v[r() % v.size()]; }
+
+std::string random_term(std::mt19937_64& r) {
+  std::string t;
+  const int kind = static_cast<int>(r() % 10);
+  if (kind == 0) {
+    t = "\"" + pick(r, k_words) + " " + pick(r, k_words) + "\"";
+  } else if (kind == 1) {
+    t = "\"" + pick(r, k_words) + " " + pick(r, k_words) + " " + pick(r, k_words) + "\"";
+  } else {
+    t = pick(r, k_words);
+    if (r() % 4 == 0) {
+      for (auto& c : t) c = static_cast<char>(c >= 'a' && c <= 'z' ? c - 32 : c);
+    }
+  }
+  if (r() % 7 == 0) t = "title:" + t;
+  return t;
+}
+
+std::string random_query(std::mt19937_64& r, int depth = 0) {
+  const int items = 1 + static_cast<int>(r() % 3);
+  std::string q;
+  for (int i = 0; i < items; ++i) {
+    if (i) {
+      const int op = static_cast<int>(r() % 6);
+      q += op == 0 ? " OR " : op == 1 ? " AND " : " ";
+    }
+    const int neg = static_cast<int>(r() % 8);
+    if (neg == 0) q += "-";
+    if (neg == 1) q += "NOT ";
+    if (depth < 2 && r() % 4 == 0) {
+      q += "(" + random_query(r, depth + 1) + ")";
+    } else {
+      q += random_term(r);
+    }
+  }
+  return q;
+}
+
+std::string random_text(std::mt19937_64& r, size_t words) {
+  static const std::vector<std::string> seps = {" ", " ", " ", ", ", ". ", " - ", "'", " <b>", "</b> ", " &amp; ", "<p>", "\u2019", " \u2014 "};
+  std::string s;
+  for (size_t i = 0; i < words; ++i) {
+    if (i) s += pick(r, seps);
+    std::string w = pick(r, k_words);
+    if (r() % 5 == 0) {
+      for (auto& c : w) c = static_cast<char>(c >= 'a' && c <= 'z' ? c - 32 : c);
+    }
+    s += w;
+  }
+  return s;
+}
+
+size_t rounds() { return std::getenv("FEEDPLANE_LONG_TESTS") ? 20 : 1; }
+
+TEST(MatcherIndex, RandomisedAgainstNaive) {
+  std::mt19937_64 r(20240601);
+  size_t pairs = 0, matches = 0, rejected = 0;
+  std::vector<std::string_view> words;
+  for (size_t round = 0; round < 40 * rounds(); ++round) {
+    fm::index idx;
+    fm::naive_matcher naive;
+    std::vector<uint32_t> live;
+    constexpr uint32_t k_subs = 400;
+    for (uint32_t id = 0; id < k_subs; ++id) {
+      const std::string q = random_query(r);
+      const std::string err = idx.add(id, q);
+      ASSERT_EQ(err, naive.add(id, q)) << q;
+      rejected += !err.empty();
+      if (err.empty()) live.push_back(id);
+    }
+    fm::article a;
+    fm::match_result result;
+    std::vector<uint32_t> expect;
+    for (int art = 0; art < 12; ++art) {
+      // Mutations between articles: replace, remove, re-add.
+      for (int m = 0; m < 20 && !live.empty(); ++m) {
+        const uint32_t id = live[r() % live.size()];
+        if (r() % 2) {
+          const std::string q = random_query(r);
+          if (idx.add(id, q).empty()) {
+            ASSERT_EQ(naive.add(id, q), "");
+          }
+        } else {
+          ASSERT_EQ(idx.remove(id), naive.remove(id));
+        }
+      }
+      if (art == 5) idx.maintain(1u << 30);
+      a.assign_html(random_text(r, r() % 6), random_text(r, r() % 40));
+      idx.match(a, result);
+      naive.match(a, expect);
+      ASSERT_EQ(sorted_ids(result), expect) << "round " << round << " article " << art;
+      pairs += naive.size();
+      matches += expect.size();
+      for (size_t k = 0; k < result.ids().size(); ++k) {
+        idx.matched_words(result, k, words);
+        ASSERT_FALSE(words.empty());
+        for (auto w : words) {
+          bool found = false;
+          for (size_t i = 0; i < a.size() && !found; ++i) found = a.word(i) == w;
+          ASSERT_TRUE(found) << w;
+        }
+      }
+    }
+  }
+  EXPECT_GE(pairs, 100000u * rounds());
+  EXPECT_GT(matches, pairs / 50);  // the text is dense in query words: many matches
+  EXPECT_GT(rejected, 0u);
+  std::printf("pairs %zu, matches %zu, rejected queries %zu\n", pairs, matches, rejected);
+}
+
+TEST(MatcherIndex, CobraWorkloadAgainstNaiveAndCounting) {
+  const auto& vocab = feedplane::workload::vocabulary::english();
+  ASSERT_GT(vocab.words.size(), 40000u);
+  feedplane::workload::generator gen(vocab);
+  feedplane::workload::rng r(5);
+  fm::index idx;
+  fm::naive_matcher naive;
+  fm::counting_matcher counting;
+  fm::query_parser parser;
+  fm::article a;
+  for (int i = 0; i < 2000; ++i) {
+    a.assign_text(gen.title(r), gen.text(r, gen.article_length(r)));
+    idx.observe(a);
+  }
+  const uint32_t n = 5000;
+  for (uint32_t id = 0; id < n; ++id) {
+    fm::parsed_query q;
+    ASSERT_EQ(parser.parse(gen.subscription(r), q), "");
+    idx.add(id, q);
+    naive.add(id, q);
+    ASSERT_TRUE(counting.add(id, q));
+  }
+  fm::match_result result;
+  std::vector<uint32_t> expect, got;
+  size_t matches = 0;
+  for (size_t art = 0; art < 40 * rounds(); ++art) {
+    a.assign_text(gen.title(r), gen.text(r, art % 2 ? 61 : 637));
+    idx.match(a, result);
+    naive.match(a, expect);
+    counting.match(a, got);
+    std::sort(got.begin(), got.end());
+    ASSERT_EQ(sorted_ids(result), expect);
+    ASSERT_EQ(got, expect);
+    matches += expect.size();
+  }
+  EXPECT_GT(matches, 0u);
+}
+
+}  // namespace

@@ -1,0 +1,118 @@
+// The subscription language: what each form compiles to, and each rejection's message.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "feedplane/matcher/query.h"
+
+namespace fm = feedplane::matcher;
+
+namespace {
+
+// Clauses rendered as "+a +\"b c\" -d | +e" for compact expectations.
+std::string clauses(std::string_view text) {
+  fm::query_parser p;
+  fm::parsed_query q;
+  if (auto err = p.parse(text, q); !err.empty()) return "error: " + err;
+  std::string s;
+  for (size_t i = 0; i < q.clauses.size(); ++i) {
+    if (i) s += " | ";
+    bool first = true;
+    auto term = [&](char sign, const fm::query_term& t) {
+      if (!first) s += ' ';
+      first = false;
+      s += sign;
+      s += fm::to_string(fm::query_node{fm::query_node::kind::term, t, {}});
+    };
+    for (const auto& t : q.clauses[i].must) term('+', t);
+    for (const auto& t : q.clauses[i].must_not) term('-', t);
+  }
+  return s;
+}
+
+std::string error(std::string_view text) {
+  fm::query_parser p;
+  fm::parsed_query q;
+  return p.parse(text, q);
+}
+
+TEST(MatcherQuery, Conjunctions) {
+  EXPECT_EQ(clauses("rust tokio"), "+rust +tokio");
+  EXPECT_EQ(clauses("Rust AND Tokio"), "+rust +tokio");
+  EXPECT_EQ(clauses("rust rust"), "+rust");
+  EXPECT_EQ(clauses("CAF\u00c9"), "+caf\u00e9");
+}
+
+TEST(MatcherQuery, OrAndGroups) {
+  EXPECT_EQ(clauses("(law AND internet) OR (privacy AND internet)"),
+            "+law +internet | +privacy +internet");
+  EXPECT_EQ(clauses("copyright OR patent"), "+copyright | +patent");
+  EXPECT_EQ(clauses("(a1 OR b1) (c1 OR d1)"), "+a1 +c1 | +a1 +d1 | +b1 +c1 | +b1 +d1");
+  EXPECT_EQ(clauses("rust or go"), "+rust +or +go");  // lower-case "or" is a word
+}
+
+TEST(MatcherQuery, Exclusions) {
+  EXPECT_EQ(clauses("rust -java"), "+rust -java");
+  EXPECT_EQ(clauses("rust NOT java"), "+rust -java");
+  EXPECT_EQ(clauses("rust -(java OR kotlin)"), "+rust -java -kotlin");
+  EXPECT_EQ(clauses("rust -(java kotlin)"), "+rust -java | +rust -kotlin");
+  EXPECT_EQ(clauses("rust NOT NOT java"), "+rust +java");
+  EXPECT_EQ(clauses("rust -rust OR go"), "+go");  // the contradictory alternative is dropped
+}
+
+TEST(MatcherQuery, PhrasesAndTitle) {
+  EXPECT_EQ(clauses("\"New York\" times"), "+\"new york\" +times");
+  EXPECT_EQ(clauses("e-mail"), "+\"e mail\"");
+  EXPECT_EQ(clauses("u.s. don't"), "+\"u s\" +\"don t\"");
+  EXPECT_EQ(clauses("c++"), "+c++");
+  EXPECT_EQ(clauses("title:rust"), "+title:rust");
+  EXPECT_EQ(clauses("title:\"new york\""), "+title:\"new york\"");
+  EXPECT_EQ(clauses("title:(rust OR go)"), "+title:rust | +title:go");
+  EXPECT_EQ(clauses("rust -title:java"), "+rust -title:java");
+  EXPECT_EQ(clauses("subtitle:rust"), "+\"subtitle rust\"");
+}
+
+TEST(MatcherQuery, Rejections) {
+  EXPECT_EQ(error(""), "empty query: it has no words");
+  EXPECT_EQ(error("  & | "), "empty query: it has no words");
+  EXPECT_EQ(error("-java"), "only exclusions: an alternative excludes java but requires no word; add a word that must appear");
+  EXPECT_EQ(error("rust OR -java"), "only exclusions: an alternative excludes java but requires no word; add a word that must appear");
+  EXPECT_EQ(error("the"), "only very frequent words: the would match nearly every article; add a rarer word");
+  EXPECT_EQ(error("the of and"), "only very frequent words: the would match nearly every article; add a rarer word");
+  EXPECT_EQ(error("rust OR the"), "only very frequent words: the would match nearly every article; add a rarer word");
+  EXPECT_EQ(error("the rust"), "");
+  EXPECT_EQ(error("\"new york"), "unbalanced quotes: the '\"' at column 1 is never closed");
+  EXPECT_EQ(error("(rust go"), "unbalanced parentheses: '(' at column 1 is never closed");
+  EXPECT_EQ(error("rust go)"), "unbalanced parentheses: ')' at column 8 has no matching '('");
+  EXPECT_EQ(error("rust ()"), "empty parentheses at column 6");
+  EXPECT_EQ(error("\"\" rust"), "empty quoted phrase at column 1");
+  EXPECT_EQ(error("rust OR"), "OR at column 6 has nothing after it");
+  EXPECT_EQ(error("OR rust"), "OR at column 1 has nothing before it");
+  EXPECT_EQ(error("rust AND"), "AND at column 6 has nothing after it");
+  EXPECT_EQ(error("rust NOT"), "NOT at column 6 has nothing to apply to");
+  EXPECT_EQ(error("rust - go"), "'-' at column 6 must be followed directly by a word, phrase or group to exclude");
+  EXPECT_EQ(error("title: rust"), "'title:' at column 1 must be followed directly by a word, phrase or group");
+  EXPECT_EQ(error("rust -rust"), "the query can never match: every alternative excludes a word it requires");
+  EXPECT_EQ(error("a1 a2 a3 a4 a5 a6 a7 a8 a9 b1 b2 b3 b4 b5 b6 b7 b8"), "too many words: 17 (the limit is 16)");
+  EXPECT_EQ(error("(a1 OR a2) (b1 OR b2) (c1 OR c2) (d1 OR d2)"),
+            "too many alternatives: the query expands to more than 8 AND-clauses (OR and NOT multiply out)");
+  EXPECT_EQ(error("(a1 OR a2) (b1 OR b2) (c1 OR c2)"), "");
+}
+
+TEST(MatcherQuery, LimitsAreConfigurable) {
+  fm::query_parser p(fm::query_limits{2, 1}, {});
+  fm::parsed_query q;
+  EXPECT_EQ(p.parse("a b c", q), "too many words: 3 (the limit is 2)");
+  EXPECT_NE(p.parse("a OR b", q), "");
+  EXPECT_EQ(p.parse("the", q), "");  // no frequent words configured
+}
+
+TEST(MatcherQuery, TreeRoundTrips) {
+  fm::query_parser p;
+  fm::parsed_query q;
+  ASSERT_EQ(p.parse("(law internet) OR -title:\"big brother\" privacy", q), "");
+  EXPECT_EQ(fm::to_string(q.tree), "law internet OR -title:\"big brother\" privacy");
+}
+
+}  // namespace
