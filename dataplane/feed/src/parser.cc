@@ -144,7 +144,9 @@ struct parser::impl {
   void leave(mark m) {
     scopes.resize(m.scopes);
     base_depth = m.base_depth;
+    top = pugi::xml_node();
   }
+  pugi::xml_node top;  // the element enter() saw last: entering it again changes nothing
   std::string_view base() const {
     return base_depth == 0 ? opts->base_url : std::string_view(bases[base_depth - 1]);
   }
@@ -305,6 +307,8 @@ parse_errc parser::impl::parse_xml() {
 
 parser::impl::mark parser::impl::enter(pugi::xml_node n) {
   const mark m{scopes.size(), base_depth};
+  if (n == top) return m;
+  top = n;
   // Fast because almost every element has no attributes at all.
   for (pugi::xml_attribute a = n.first_attribute(); a; a = a.next_attribute()) {
     const char* name = a.name();

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# `feedplane parse FILE`: the model as JSON, recoveries named, named errors for unreadable
+# documents, and a clear error for URLs until fetching is wired in.
+set -euo pipefail
+bin=$1
+src=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
+
+corpus="$src/../shared/corpus/gofeed/testdata"
+if [ -d "$corpus" ]; then
+  "$bin" parse "$corpus/parser/rss/rss_channel_item_xml_base.xml" >"$tmp/a.json"
+  [ "$(json "$tmp/a.json" 'd["entries"][0]["link"]')" = "http://example.org/feeds/post/1" ] ||
+    fail "xml:base link: $(cat "$tmp/a.json")"
+  "$bin" parse "$corpus/parser/rss/issue_305_bare_ampersand.xml" >"$tmp/b.json"
+  [ "$(json "$tmp/b.json" 'd["feed"]["title"]')" = "Fish & Chips & more <3" ] || fail "bare & title"
+  [ "$(json "$tmp/b.json" 'd["recovered"]')" = "['bare_ampersand']" ] || fail "recovered not named"
+fi
+
+cat >"$tmp/atom.xml" <<'XML'
+<?xml version="1.0" encoding="utf-8"?>
+<feed xmlns="http://www.w3.org/2005/Atom"><title>E2E</title>
+<entry><id>urn:1</id><title>One</title><link href="/one"/>
+<published>2024-05-06T07:08:09+02:00</published><summary>s</summary>
+<author><name>A</name></author><category term="c"/></entry></feed>
+XML
+"$bin" parse "$tmp/atom.xml" --base-url https://e2e.example/feed >"$tmp/c.json"
+[ "$(json "$tmp/c.json" 'd["entries"][0]["link"]')" = "https://e2e.example/one" ] || fail "base url"
+[ "$(json "$tmp/c.json" 'd["entries"][0]["published"]')" = "2024-05-06T05:08:09Z" ] || fail "date"
+[ "$(json "$tmp/c.json" 'd["entries"][0]["authors"][0]["name"]')" = "A" ] || fail "authors"
+[ "$(json "$tmp/c.json" 'd["entries"][0]["categories"]')" = "['c']" ] || fail "categories"
+
+# Content-Type's charset counts: the same bytes read as KOI8-R.
+printf '<rss version="2.0"><channel><title>\xf0\xd2\xc9\xd7\xc5\xd4</title></channel></rss>' >"$tmp/k.xml"
+"$bin" parse "$tmp/k.xml" --content-type 'application/rss+xml; charset=KOI8-R' >"$tmp/k.json"
+[ "$(json "$tmp/k.json" 'd["feed"]["title"]')" = "Привет" ] || fail "charset: $(cat "$tmp/k.json")"
+
+# Recovered document: exit 0, recoveries named.
+printf '<rss version="2.0"><channel><item><title>a<br></title></item><item><title>b\x01</title>' >"$tmp/r.xml"
+"$bin" parse "$tmp/r.xml" >"$tmp/r.json" || fail "recoverable document refused"
+rec=$(json "$tmp/r.json" 'sorted(d["recovered"])')
+[ "$rec" = "['control_chars_stripped', 'malformed_xml', 'truncated']" ] || fail "recovered: $rec"
+[ "$(json "$tmp/r.json" 'len(d["entries"])')" = "2" ] || fail "entries after recovery"
+
+# Unreadable documents: non-zero exit with a named error.
+echo '<html><body>Sign in</body></html>' >"$tmp/h.xml"
+if "$bin" parse "$tmp/h.xml" >/dev/null 2>"$tmp/err"; then fail "html accepted"; fi
+grep -q html_not_feed "$tmp/err" || fail "html error not named: $(cat "$tmp/err")"
+echo '{"version": ' >"$tmp/j.json"
+if "$bin" parse "$tmp/j.json" >/dev/null 2>"$tmp/err"; then fail "bad json accepted"; fi
+grep -q json_invalid "$tmp/err" || fail "json error not named"
+if "$bin" parse "$tmp/missing.xml" 2>"$tmp/err"; then fail "missing file accepted"; fi
+grep -q "cannot open" "$tmp/err" || fail "missing file message"
+if "$bin" parse http://127.0.0.1:9/feed 2>"$tmp/err"; then fail "URL accepted without fetch"; fi
+grep -q fetch_unavailable "$tmp/err" || fail "URL error not named"
+echo "feed parse ok"

@@ -1,0 +1,156 @@
+// Entry identity and de-duplication: Cobra's whole-document hash, FeedEx identities, updates
+// flagged on content change, and a seen set bounded by the feed's own size.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "feedplane/feed/dedup.h"
+#include "feedplane/feed/parser.h"
+
+using namespace feedplane::feed;
+
+namespace {
+
+struct item {
+  std::string guid, link, title, pub, description;
+};
+
+std::string rss(const std::vector<item>& items) {
+  std::string d = "<rss version=\"2.0\"><channel><title>F</title>";
+  for (const auto& it : items) {
+    d += "<item>";
+    if (!it.guid.empty()) d += "<guid>" + it.guid + "</guid>";
+    if (!it.link.empty()) d += "<link>" + it.link + "</link>";
+    if (!it.title.empty()) d += "<title>" + it.title + "</title>";
+    if (!it.pub.empty()) d += "<pubDate>" + it.pub + "</pubDate>";
+    if (!it.description.empty()) d += "<description>" + it.description + "</description>";
+    d += "</item>";
+  }
+  return d + "</channel></rss>";
+}
+
+// Parses doc and classifies it against st; returns the verdict names joined by spaces.
+std::string run(feed_state& st, const std::string& doc) {
+  parser p;
+  feed f;
+  EXPECT_EQ(p.parse(doc, {}, f), parse_errc::ok);
+  std::vector<verdict> v;
+  st.classify(f, v);
+  std::string s;
+  for (auto x : v) s += (s.empty() ? "" : " ") + std::string(verdict_name(x));
+  return s;
+}
+
+std::string pub(int day) { return "Mon, " + std::to_string(day) + " Jan 2024 10:00:00 GMT"; }
+
+}  // namespace
+
+TEST(feed_dedup, whole_document_hash_first) {
+  feed_state st;
+  const std::string a = rss({{"1", "", "a", "", ""}});
+  EXPECT_FALSE(st.same_document(a));
+  EXPECT_TRUE(st.same_document(a));
+  EXPECT_FALSE(st.same_document(a + " "));
+  EXPECT_FALSE(st.same_document(a));
+}
+
+TEST(feed_dedup, guid_identity_new_then_seen_then_updated) {
+  feed_state st;
+  EXPECT_EQ(run(st, rss({{"g1", "", "one", "", "x"}, {"g2", "", "two", "", "y"}})), "new new");
+  EXPECT_EQ(run(st, rss({{"g1", "", "one", "", "x"}, {"g2", "", "two", "", "y"}})), "seen seen");
+  // A new entry on top, the second one edited.
+  EXPECT_EQ(run(st, rss({{"g3", "", "three", "", ""},
+                         {"g1", "", "one", "", "x"},
+                         {"g2", "", "two", "", "y (corrected)"}})),
+            "new seen updated");
+}
+
+TEST(feed_dedup, feed_that_rewrites_every_title_gives_updates_not_new_articles) {
+  feed_state st;
+  std::vector<item> v;
+  for (int i = 0; i < 10; ++i)
+    v.push_back({"id-" + std::to_string(i), "", "Title " + std::to_string(i), pub(i + 1), ""});
+  EXPECT_EQ(run(st, rss(v)), "new new new new new new new new new new");
+  for (auto& it : v) it.title += " | Site Name";  // the CMS changed its title template
+  EXPECT_EQ(run(st, rss(v)),
+            "updated updated updated updated updated updated updated updated updated updated");
+  EXPECT_EQ(run(st, rss(v)), "seen seen seen seen seen seen seen seen seen seen");
+}
+
+TEST(feed_dedup, feed_whose_guids_all_repeat_falls_back_to_links) {
+  feed_state st;
+  // Every item carries the same guid (a broken CMS): the guid identifies nothing.
+  std::vector<item> v = {{"same", "http://x/1", "one", "", ""},
+                         {"same", "http://x/2", "two", "", ""},
+                         {"same", "http://x/3", "three", "", ""}};
+  EXPECT_EQ(run(st, rss(v)), "new new new");
+  v.insert(v.begin(), item{"same", "http://x/4", "four", "", ""});
+  EXPECT_EQ(run(st, rss(v)), "new seen seen seen");
+  // Links too repeat: title + published identify.
+  feed_state st2;
+  std::vector<item> w = {{"same", "http://x/", "one", pub(1), ""},
+                         {"same", "http://x/", "two", pub(2), ""}};
+  EXPECT_EQ(run(st2, rss(w)), "new new");
+  w.push_back({"same", "http://x/", "three", pub(3), ""});
+  EXPECT_EQ(run(st2, rss(w)), "seen seen new");
+}
+
+TEST(feed_dedup, feed_without_ids_uses_links_then_title_and_date) {
+  feed_state st;
+  std::vector<item> v = {{"", "http://x/a", "A", "", "body a"}, {"", "http://x/b", "B", "", ""}};
+  EXPECT_EQ(run(st, rss(v)), "new new");
+  v[0].title = "A (updated)";
+  EXPECT_EQ(run(st, rss(v)), "updated seen");
+  // No ids and no links at all: title plus published.
+  feed_state st2;
+  std::vector<item> w = {{"", "", "Only title", pub(1), ""}, {"", "", "Other", pub(2), ""}};
+  EXPECT_EQ(run(st2, rss(w)), "new new");
+  w[0].description = "now with a summary";
+  EXPECT_EQ(run(st2, rss(w)), "updated seen");
+}
+
+TEST(feed_dedup, identical_entries_within_a_document_are_duplicates) {
+  feed_state st;
+  const item it{"", "", "", "", "same body"};
+  EXPECT_EQ(run(st, rss({it, it, it})), "new duplicate duplicate");
+  EXPECT_EQ(run(st, rss({it, it})), "seen duplicate");
+}
+
+TEST(feed_dedup, seen_set_is_bounded_by_the_feeds_size_and_keeps_live_entries) {
+  feed_state st;
+  // A 10-entry feed that rotates one new entry per fetch, 2000 times, and pins entry "keep".
+  std::vector<item> window;
+  for (int i = 0; i < 9; ++i) window.push_back({"n" + std::to_string(i), "", "t", "", ""});
+  window.push_back({"keep", "", "pinned", "", ""});
+  run(st, rss(window));
+  for (int i = 9; i < 2009; ++i) {
+    window.erase(window.begin() + 8);  // the oldest rotating entry leaves
+    window.insert(window.begin(), item{"n" + std::to_string(i), "", "t", "", ""});
+    const std::string v = run(st, rss(window));
+    ASSERT_EQ(v, "new seen seen seen seen seen seen seen seen seen") << "fetch " << i;
+  }
+  // Bounded: 4x the feed's entry count, at least 64, a power of two.
+  EXPECT_EQ(st.seen().capacity(), 64u);
+  EXPECT_LE(st.seen().size(), 64u);
+}
+
+TEST(feed_dedup, seen_set_grows_with_the_feed_and_snapshot_keeps_order) {
+  seen_set s(8);
+  for (uint64_t i = 1; i <= 8; ++i) s.put(i, i * 10);
+  uint64_t c = 0;
+  ASSERT_TRUE(s.find(1, &c));
+  EXPECT_EQ(c, 10u);
+  s.put(1, 11);  // refresh 1: now the most recent
+  s.put(9, 90);  // ring full: the oldest record (1's stale one) goes, 1 stays
+  EXPECT_TRUE(s.find(1, &c));
+  EXPECT_EQ(c, 11u);
+  for (uint64_t i = 10; i <= 20; ++i) s.put(i, i);
+  EXPECT_FALSE(s.find(2, &c));  // evicted: least recently seen
+  s.reserve(100);
+  EXPECT_EQ(s.capacity(), 128u);
+  EXPECT_TRUE(s.find(20, &c));
+  const auto snap = s.snapshot();
+  ASSERT_FALSE(snap.empty());
+  EXPECT_EQ(snap.back().first, 20u);
+}

@@ -1,0 +1,475 @@
+// The feed parser on hand-written documents: every format, encodings, dates, links,
+// entities and each named recovery; unreadable documents give named errors.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "feedplane/feed/parser.h"
+#include "feedplane/feed/render.h"
+#include "feedplane/feed/text.h"
+
+using namespace feedplane::feed;
+
+namespace {
+
+std::string date(std::string_view s) {
+  int64_t t;
+  if (!parse_date(s, &t)) return "absent";
+  char buf[32];
+  format_rfc3339(t, buf);
+  return buf;
+}
+
+std::string resolve(std::string_view base, std::string_view ref) {
+  std::string out;
+  resolve_url(base, ref, out);
+  return out;
+}
+
+std::string decode(std::string_view s, uint32_t* flags = nullptr) {
+  std::string out;
+  decode_stats st;
+  decode_entities(s, out, st);
+  if (flags) *flags = st.flags;
+  return out;
+}
+
+struct parsed {
+  parse_errc rc;
+  feed f;
+};
+
+parsed parse(std::string_view doc, std::string_view content_type = {}, std::string_view base = {}) {
+  static parser p;  // one parser reused across documents, as in production
+  parsed r;
+  parse_options o;
+  o.content_type = content_type;
+  o.base_url = base;
+  r.rc = p.parse(doc, o, r.f);
+  return r;
+}
+
+std::string rss_item(std::string_view inner) {
+  return "<rss version=\"2.0\"><channel><title>T</title><item>" + std::string(inner) +
+         "</item></channel></rss>";
+}
+
+}  // namespace
+
+TEST(feed_date, rfc822_and_variants) {
+  EXPECT_EQ(date("Thu, 01 Jan 2004 19:48:21 GMT"), "2004-01-01T19:48:21Z");
+  EXPECT_EQ(date("Thu, 01 Jan 2004 19:48:21 +0100"), "2004-01-01T18:48:21Z");
+  EXPECT_EQ(date("Thu, 1 Jan 2004 19:48 EST"), "2004-01-02T00:48:00Z");
+  EXPECT_EQ(date("01 Jan 04 19:48:21 PDT"), "2004-01-02T02:48:21Z");
+  EXPECT_EQ(date("Sun Jan 4 16:29:06 PST 2004"), "2004-01-05T00:29:06Z");
+  EXPECT_EQ(date("Thursday, January 1, 2004 7:48 PM"), "2004-01-01T19:48:00Z");
+  EXPECT_EQ(date("Thu, 01 Jan 2004 19:48:21 -05:00"), "2004-01-02T00:48:21Z");
+  EXPECT_EQ(date("mer, 16 nov 2022 00:38:15 +0100"), "2022-11-15T23:38:15Z");
+  EXPECT_EQ(date("Thu, 01 Jan 2004 19:48:21"), "2004-01-01T19:48:21Z");  // no zone: UTC
+  EXPECT_EQ(date("1 January 2004"), "2004-01-01T00:00:00Z");
+}
+
+TEST(feed_date, rfc3339_and_iso) {
+  EXPECT_EQ(date("2004-01-01T19:48:21Z"), "2004-01-01T19:48:21Z");
+  EXPECT_EQ(date("2004-01-01T19:48:21.123456+02:00"), "2004-01-01T17:48:21Z");
+  EXPECT_EQ(date("2004-01-01 19:48:21"), "2004-01-01T19:48:21Z");
+  EXPECT_EQ(date("2004-01-01"), "2004-01-01T00:00:00Z");
+  EXPECT_EQ(date("2004-01-01T19:48Z"), "2004-01-01T19:48:00Z");
+  EXPECT_EQ(date("2004-01-01T19:48:21-0800"), "2004-01-02T03:48:21Z");
+  EXPECT_EQ(date("2024-02-29T00:00:00Z"), "2024-02-29T00:00:00Z");
+  EXPECT_EQ(date("1969-12-31T23:59:59Z"), "1969-12-31T23:59:59Z");
+}
+
+TEST(feed_date, unreadable_is_absent_never_wrong) {
+  for (const char* bad :
+       {"", "yesterday", "2004-13-01T00:00:00Z", "2023-02-29", "Thu, 32 Jan 2004 10:00:00 GMT",
+        "Thu, 01 Foo 2004 19:48:21 GMT", "2004-01-01T25:00:00Z", "12/11/2004",
+        "Thu, 01 Jan 2004 19:48:21 XYZ", "2004-01-01T10:00:00Zjunk", "01 02 03", "Jan 2004",
+        "99999999999999999999"}) {
+    EXPECT_EQ(date(bad), "absent") << bad;
+  }
+}
+
+TEST(feed_url, rfc3986_reference_resolution) {
+  // RFC 3986 section 5.4 examples.
+  const char* base = "http://a/b/c/d;p?q";
+  EXPECT_EQ(resolve(base, "g"), "http://a/b/c/g");
+  EXPECT_EQ(resolve(base, "./g"), "http://a/b/c/g");
+  EXPECT_EQ(resolve(base, "g/"), "http://a/b/c/g/");
+  EXPECT_EQ(resolve(base, "/g"), "http://a/g");
+  EXPECT_EQ(resolve(base, "//g"), "http://g");
+  EXPECT_EQ(resolve(base, "?y"), "http://a/b/c/d;p?y");
+  EXPECT_EQ(resolve(base, "g?y"), "http://a/b/c/g?y");
+  EXPECT_EQ(resolve(base, "#s"), "http://a/b/c/d;p?q#s");
+  EXPECT_EQ(resolve(base, ".."), "http://a/b/");
+  EXPECT_EQ(resolve(base, "../g"), "http://a/b/g");
+  EXPECT_EQ(resolve(base, "../../g"), "http://a/g");
+  EXPECT_EQ(resolve(base, "../../../g"), "http://a/g");
+  EXPECT_EQ(resolve(base, "g;x=1/../y"), "http://a/b/c/y");
+  EXPECT_EQ(resolve(base, "https://other/x"), "https://other/x");
+  EXPECT_EQ(resolve("", "rel/x"), "rel/x");
+  EXPECT_EQ(resolve("http://example.org", "post/1"), "http://example.org/post/1");
+}
+
+TEST(feed_entities, xml_html_numeric_and_bare) {
+  uint32_t fl = 0;
+  EXPECT_EQ(decode("a &amp; b &lt;c&gt; &quot;&apos;", &fl), "a & b <c> \"'");
+  EXPECT_EQ(fl, 0u);
+  EXPECT_EQ(decode("caf&eacute; &nbsp;x", &fl), "caf\xc3\xa9 \xc2\xa0x");
+  EXPECT_TRUE(fl & static_cast<uint32_t>(recovery::html_entity));
+  EXPECT_EQ(decode("&#233;&#xE9;&#X1F600;"), "\xc3\xa9\xc3\xa9\xf0\x9f\x98\x80");
+  EXPECT_EQ(decode("&#150;"), "\xe2\x80\x93");  // C1 read as windows-1252, as HTML does
+  EXPECT_EQ(decode("&#0;&#xD800;&#x110000;"), "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
+  EXPECT_EQ(decode("Fish & Chips", &fl), "Fish & Chips");
+  EXPECT_TRUE(fl & static_cast<uint32_t>(recovery::bare_ampersand));
+  EXPECT_EQ(decode("?page=1&copy=2 &amp; done"), "?page=1&copy=2 & done");
+  EXPECT_EQ(decode("&bogus; &", &fl), "&bogus; &");
+  EXPECT_TRUE(fl & static_cast<uint32_t>(recovery::undefined_entity));
+}
+
+TEST(feed_parse, rss20_full_item) {
+  const auto r = parse(
+      "<?xml version=\"1.0\"?><rss version=\"2.0\" "
+      "xmlns:content=\"http://purl.org/rss/1.0/modules/content/\" "
+      "xmlns:atom=\"http://www.w3.org/2005/Atom\"><channel><title>Feed &amp; Co</title>"
+      "<link>https://example.org/</link><atom:link rel=\"self\" href=\"https://example.org/rss\"/>"
+      "<atom:link rel=\"hub\" href=\"https://hub.example/\"/>"
+      "<item><title>Hello <![CDATA[<b>World</b>]]></title><link>/posts/1</link>"
+      "<guid isPermaLink=\"false\">id-1</guid><pubDate>Tue, 10 Jun 2003 04:00:00 GMT</pubDate>"
+      "<description>Sum &lt;i&gt;mary&lt;/i&gt;</description>"
+      "<content:encoded><![CDATA[<p>Body <a href=\"rel.html\">x</a></p>]]></content:encoded>"
+      "<author>jo@example.org (Jo)</author><category>news</category>"
+      "<enclosure url=\"ep.mp3\" type=\"audio/mpeg\" length=\"1234\"/></item></channel></rss>",
+      {}, "https://example.org/feed/");
+  ASSERT_EQ(r.rc, parse_errc::ok);
+  const feed& f = r.f;
+  EXPECT_EQ(f.format, feed_format::rss);
+  EXPECT_EQ(f.version, "2.0");
+  EXPECT_EQ(f.title, "Feed & Co");
+  EXPECT_EQ(f.link, "https://example.org/");
+  EXPECT_EQ(f.self_link, "https://example.org/rss");
+  ASSERT_EQ(f.hub_links.size(), 1u);
+  ASSERT_EQ(f.entries.size(), 1u);
+  const entry& e = f.entries[0];
+  EXPECT_EQ(e.title, "Hello <b>World</b>");
+  EXPECT_EQ(e.link, "https://example.org/posts/1");
+  EXPECT_EQ(e.id, "id-1");
+  EXPECT_FALSE(e.id_is_permalink);
+  EXPECT_TRUE(e.has_published);
+  EXPECT_EQ(e.summary, "Sum <i>mary</i>");
+  EXPECT_EQ(e.content, "<p>Body <a href=\"https://example.org/feed/rel.html\">x</a></p>");
+  ASSERT_EQ(e.authors.size(), 1u);
+  EXPECT_EQ(e.authors[0].name, "Jo");
+  EXPECT_EQ(e.authors[0].email, "jo@example.org");
+  ASSERT_EQ(e.categories.size(), 1u);
+  ASSERT_EQ(e.enclosures.size(), 1u);
+  EXPECT_EQ(e.enclosures[0].url, "https://example.org/feed/ep.mp3");
+  EXPECT_EQ(e.enclosures[0].length, 1234);
+  EXPECT_EQ(f.recovered, 0u);
+}
+
+TEST(feed_parse, rdf_and_rss09x) {
+  const auto r = parse(
+      "<rdf:RDF xmlns:rdf=\"http://www.w3.org/1999/02/22-rdf-syntax-ns#\" "
+      "xmlns=\"http://purl.org/rss/1.0/\" xmlns:dc=\"http://purl.org/dc/elements/1.1/\">"
+      "<channel rdf:about=\"x\"><title>R</title><link>http://r.example/</link></channel>"
+      "<item rdf:about=\"http://r.example/1\"><title>one</title>"
+      "<dc:date>2004-01-01T00:00:00Z</dc:date></item>"
+      "<item rdf:about=\"http://r.example/2\"><title>two</title><link>http://r.example/2b</link>"
+      "</item></rdf:RDF>");
+  ASSERT_EQ(r.rc, parse_errc::ok);
+  EXPECT_EQ(r.f.version, "1.0");
+  ASSERT_EQ(r.f.entries.size(), 2u);
+  EXPECT_EQ(r.f.entries[0].link, "http://r.example/1");
+  EXPECT_TRUE(r.f.entries[0].has_published);
+  EXPECT_EQ(r.f.entries[1].link, "http://r.example/2b");
+  const auto r91 = parse(
+      "<rss version=\"0.91\"><channel><title>Old</title><item><title>a</title></item>"
+      "</channel></rss>");
+  ASSERT_EQ(r91.rc, parse_errc::ok);
+  EXPECT_EQ(r91.f.version, "0.91");
+  EXPECT_EQ(r91.f.entries.size(), 1u);
+}
+
+TEST(feed_parse, atom10_with_xml_base_and_text_constructs) {
+  const auto r = parse(
+      "<feed xmlns=\"http://www.w3.org/2005/Atom\" xml:base=\"http://ex.org/blog/\">"
+      "<title type=\"html\">A &amp;lt;b&amp;gt;</title><link href=\"./\"/>"
+      "<link rel=\"self\" href=\"atom.xml\"/><updated>2005-07-31T12:29:29Z</updated>"
+      "<entry xml:base=\"2005/\"><id>tag:ex.org,2005:1</id><title>E</title>"
+      "<link rel=\"alternate\" href=\"post.html\"/>"
+      "<link rel=\"enclosure\" href=\"a.mp3\" type=\"audio/mpeg\" length=\"10\"/>"
+      "<published>2005-07-31T12:29:29+02:00</published><updated>2005-08-01T00:00:00Z</updated>"
+      "<author><name>Mark</name><email>m@ex.org</email></author>"
+      "<summary type=\"text\">plain</summary>"
+      "<content type=\"xhtml\"><div xmlns=\"http://www.w3.org/1999/xhtml\"><p>Hi "
+      "<a href=\"x.html\">x</a> &amp; bye</p></div></content>"
+      "<category term=\"t\" label=\"Label\"/></entry>"
+      "<entry><title type=\"text\">B64</title><content type=\"image/png\">aGVsbG8=</content>"
+      "</entry></feed>");
+  ASSERT_EQ(r.rc, parse_errc::ok);
+  const feed& f = r.f;
+  EXPECT_EQ(f.format, feed_format::atom);
+  EXPECT_EQ(f.version, "1.0");
+  EXPECT_EQ(f.title, "A &lt;b&gt;");
+  EXPECT_EQ(f.link, "http://ex.org/blog/");
+  EXPECT_EQ(f.self_link, "http://ex.org/blog/atom.xml");
+  EXPECT_TRUE(f.has_updated);
+  ASSERT_EQ(f.entries.size(), 2u);
+  const entry& e = f.entries[0];
+  EXPECT_EQ(e.link, "http://ex.org/blog/2005/post.html");
+  ASSERT_EQ(e.enclosures.size(), 1u);
+  EXPECT_EQ(e.enclosures[0].url, "http://ex.org/blog/2005/a.mp3");
+  EXPECT_EQ(date("2005-07-31T12:29:29+02:00"), "2005-07-31T10:29:29Z");
+  EXPECT_EQ(e.published, 1122805769);
+  EXPECT_EQ(e.content, "<p>Hi <a href=\"http://ex.org/blog/2005/x.html\">x</a> &amp; bye</p>");
+  EXPECT_EQ(e.summary, "plain");
+  ASSERT_EQ(e.categories.size(), 1u);
+  EXPECT_EQ(e.categories[0], "Label");
+  EXPECT_EQ(f.entries[1].content, "hello");
+}
+
+TEST(feed_parse, atom03) {
+  const auto r = parse(
+      "<feed version=\"0.3\" xmlns=\"http://purl.org/atom/ns#\"><title mode=\"escaped\">"
+      "x &lt;b&gt;</title><entry><title>e</title><issued>2003-12-13T18:30:02Z</issued>"
+      "<modified>2003-12-13T18:30:02Z</modified><content mode=\"base64\" "
+      "type=\"text/html\">PGI+aGk8L2I+</content></entry></feed>");
+  ASSERT_EQ(r.rc, parse_errc::ok);
+  EXPECT_EQ(r.f.version, "0.3");
+  EXPECT_EQ(r.f.title, "x <b>");
+  ASSERT_EQ(r.f.entries.size(), 1u);
+  EXPECT_TRUE(r.f.entries[0].has_published);
+  EXPECT_TRUE(r.f.entries[0].has_updated);
+  EXPECT_EQ(r.f.entries[0].content, "<b>hi</b>");
+}
+
+TEST(feed_parse, json_feed) {
+  const auto r = parse(
+      R"({"version":"https://jsonfeed.org/version/1.1","title":"J","home_page_url":"https://j.example/",
+      "feed_url":"https://j.example/feed.json","items":[{"id":"1","url":"/a","title":"A",
+      "content_html":"<p>a</p>","summary":"s","date_published":"2020-01-02T03:04:05Z",
+      "authors":[{"name":"N"}],"tags":["x"]},{"id":2,"content_text":"plain",
+      "date_modified":"not a date"}]})",
+      {}, "https://j.example/feed.json");
+  ASSERT_EQ(r.rc, parse_errc::ok);
+  EXPECT_EQ(r.f.format, feed_format::json);
+  EXPECT_EQ(r.f.version, "1.1");
+  ASSERT_EQ(r.f.entries.size(), 2u);
+  EXPECT_EQ(r.f.entries[0].link, "https://j.example/a");
+  EXPECT_EQ(r.f.entries[0].content, "<p>a</p>");
+  EXPECT_EQ(r.f.entries[1].id, "2");
+  EXPECT_EQ(r.f.entries[1].content, "plain");
+  EXPECT_FALSE(r.f.entries[1].has_updated);
+  EXPECT_TRUE(r.f.was_recovered(recovery::unparsed_date));
+}
+
+TEST(feed_encoding, declared_single_byte_encodings) {
+  // "café" in ISO-8859-1, declared in the XML declaration.
+  const auto r = parse(
+      "<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?><rss version=\"2.0\"><channel>"
+      "<title>caf\xe9 \x93q\x94</title></channel></rss>");
+  ASSERT_EQ(r.rc, parse_errc::ok);
+  EXPECT_EQ(r.f.title, "caf\xc3\xa9 \xe2\x80\x9cq\xe2\x80\x9d");  // windows-1252 quotes
+  EXPECT_EQ(r.f.recovered, 0u);
+  // KOI8-R through iconv, named only by the HTTP charset.
+  const auto k = parse(
+      "<rss version=\"2.0\"><channel><title>\xf0\xd2\xc9\xd7\xc5\xd4</title>"
+      "</channel></rss>",
+      "application/rss+xml; charset=KOI8-R");
+  ASSERT_EQ(k.rc, parse_errc::ok);
+  EXPECT_EQ(k.f.title, "\xd0\x9f\xd1\x80\xd0\xb8\xd0\xb2\xd0\xb5\xd1\x82");  // Привет
+}
+
+TEST(feed_encoding, http_charset_beats_declaration_unless_bytes_say_utf8) {
+  const std::string latin =
+      "<?xml version=\"1.0\" encoding=\"utf-8\"?><rss version=\"2.0\">"
+      "<channel><title>caf\xe9</title></channel></rss>";
+  const auto r = parse(latin, "text/xml; charset=iso-8859-1");
+  ASSERT_EQ(r.rc, parse_errc::ok);
+  EXPECT_EQ(r.f.title, "caf\xc3\xa9");
+  const std::string utf8 =
+      "<?xml version=\"1.0\" encoding=\"utf-8\"?><rss version=\"2.0\">"
+      "<channel><title>caf\xc3\xa9</title></channel></rss>";
+  const auto u = parse(utf8, "text/xml; charset=iso-8859-1");
+  EXPECT_EQ(u.f.title, "caf\xc3\xa9");
+}
+
+TEST(feed_encoding, utf16_with_and_without_bom) {
+  const std::string ascii =
+      "<rss version=\"2.0\"><channel><title>\xc3\xa9t\xc3\xa9</title>"
+      "</channel></rss>";
+  auto to16 = [&](bool le, bool bom) {
+    std::string out;
+    if (bom) out += le ? "\xff\xfe" : "\xfe\xff";
+    std::string body = "<?xml version=\"1.0\" encoding=\"UTF-16\"?>" + ascii;
+    for (size_t i = 0; i < body.size(); ++i) {
+      uint32_t cp = static_cast<unsigned char>(body[i]);
+      if (cp == 0xC3) cp = 0xC0 | (static_cast<unsigned char>(body[++i]) & 0x3F);
+      const char hi = static_cast<char>(cp >> 8), lo = static_cast<char>(cp & 0xFF);
+      out += le ? std::string{lo, hi} : std::string{hi, lo};
+    }
+    return out;
+  };
+  for (bool le : {true, false}) {
+    for (bool bom : {true, false}) {
+      const auto r = parse(to16(le, bom));
+      ASSERT_EQ(r.rc, parse_errc::ok) << le << bom;
+      EXPECT_EQ(r.f.title, "\xc3\xa9t\xc3\xa9") << le << bom;
+    }
+  }
+}
+
+TEST(feed_encoding, wrong_declared_encoding_and_invalid_bytes) {
+  // Declared UTF-8, really windows-1252: no valid multi-byte sequence at all.
+  const auto r = parse(
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?><rss version=\"2.0\">"
+      "<channel><title>na\xefve</title></channel></rss>");
+  ASSERT_EQ(r.rc, parse_errc::ok);
+  EXPECT_EQ(r.f.title, "na\xc3\xafve");
+  EXPECT_TRUE(r.f.was_recovered(recovery::encoding_fallback));
+  // Mostly UTF-8 with one broken byte: the byte becomes U+FFFD, the rest stays.
+  const auto m =
+      parse("<rss version=\"2.0\"><channel><title>\xc3\xa9 \xff</title></channel></rss>");
+  EXPECT_EQ(m.f.title, "\xc3\xa9 \xef\xbf\xbd");
+  EXPECT_TRUE(m.f.was_recovered(recovery::invalid_bytes_replaced));
+  // A label nobody knows: read as UTF-8, flagged.
+  const auto u = parse(
+      "<?xml version=\"1.0\" encoding=\"x-martian\"?><rss version=\"2.0\">"
+      "<channel><title>ok</title></channel></rss>");
+  EXPECT_EQ(u.f.title, "ok");
+  EXPECT_TRUE(u.f.was_recovered(recovery::encoding_fallback));
+}
+
+TEST(feed_recovery, control_characters_stripped) {
+  const auto r =
+      parse(rss_item(std::string("<title>a\x01\x02"
+                                 "b\x0b"
+                                 "c</title>")));
+  ASSERT_EQ(r.rc, parse_errc::ok);
+  EXPECT_EQ(r.f.entries[0].title, "abc");
+  EXPECT_TRUE(r.f.was_recovered(recovery::control_chars_stripped));
+  EXPECT_EQ(r.f.recovery_events, 3u);
+}
+
+TEST(feed_recovery, unclosed_tags_keep_the_item_structure) {
+  const auto r = parse(
+      "<rss version=\"2.0\"><channel><title>T</title>"
+      "<item><title>one<br></title><description>a <p>para</description></item>"
+      "<item><title>two</title><link>http://x/2</link></item></channel></rss>");
+  ASSERT_EQ(r.rc, parse_errc::ok);
+  EXPECT_TRUE(r.f.was_recovered(recovery::malformed_xml));
+  ASSERT_EQ(r.f.entries.size(), 2u);
+  EXPECT_EQ(r.f.entries[0].title, "one<br/>");
+  EXPECT_EQ(r.f.entries[1].title, "two");
+  EXPECT_EQ(r.f.entries[1].link, "http://x/2");
+}
+
+TEST(feed_recovery, truncated_document_keeps_complete_entries) {
+  const auto r = parse(
+      "<rss version=\"2.0\"><channel><title>T</title><item><title>one</title></item>"
+      "<item><title>tw");
+  ASSERT_EQ(r.rc, parse_errc::ok);
+  EXPECT_TRUE(r.f.was_recovered(recovery::truncated));
+  ASSERT_GE(r.f.entries.size(), 1u);
+  EXPECT_EQ(r.f.entries[0].title, "one");
+}
+
+TEST(feed_recovery, html_entities_bare_ampersands_and_stray_lt) {
+  const auto r = parse(rss_item("<title>AT&T &nbsp;&mdash; 1 < 2</title>"));
+  ASSERT_EQ(r.rc, parse_errc::ok);
+  EXPECT_EQ(r.f.entries[0].title, "AT&T \xc2\xa0\xe2\x80\x94 1 < 2");
+  EXPECT_TRUE(r.f.was_recovered(recovery::bare_ampersand));
+  EXPECT_TRUE(r.f.was_recovered(recovery::html_entity));
+}
+
+TEST(feed_recovery, leading_garbage_and_bom) {
+  const auto r = parse(
+      "\xef\xbb\xbf  junk<rss version=\"2.0\"><channel><title>x</title>"
+      "</channel></rss>");
+  ASSERT_EQ(r.rc, parse_errc::ok);
+  EXPECT_EQ(r.f.title, "x");
+  EXPECT_TRUE(r.f.was_recovered(recovery::leading_garbage));
+}
+
+TEST(feed_errors, named_errors_for_unreadable_documents) {
+  EXPECT_EQ(parse("").rc, parse_errc::empty_document);
+  EXPECT_EQ(parse("   \n").rc, parse_errc::empty_document);
+  EXPECT_EQ(parse("hello world").rc, parse_errc::unknown_format);
+  EXPECT_EQ(parse("<!DOCTYPE html><html><body><p>login<br></body></html>").rc,
+            parse_errc::html_not_feed);
+  EXPECT_EQ(parse("<note><to>x</to></note>").rc, parse_errc::unknown_format);
+  EXPECT_EQ(parse("{\"version\": ").rc, parse_errc::json_invalid);
+  EXPECT_EQ(parse("{\"a\": 1}").rc, parse_errc::unknown_format);
+  // UTF-32LE with its BOM goes through iconv: "<a/>" is XML, but not a feed.
+  const std::string utf32(
+      "\xff\xfe\x00\x00<\x00\x00\x00"
+      "a\x00\x00\x00/\x00\x00\x00>\x00\x00\x00",
+      20);
+  EXPECT_EQ(parse(utf32).rc, parse_errc::unknown_format);
+  parser p;
+  feed f;
+  parse_options o;
+  o.max_bytes = 10;
+  EXPECT_EQ(p.parse("<rss version=\"2.0\"></rss>", o, f), parse_errc::too_large);
+}
+
+TEST(feed_errors, entity_expansion_and_deep_nesting_are_bounded) {
+  // Billion laughs: internal entities are never expanded.
+  std::string laughs = "<?xml version=\"1.0\"?><!DOCTYPE r [<!ENTITY a \"aaaaaaaaaa\">";
+  for (int i = 1; i < 10; ++i)
+    laughs += "<!ENTITY a" + std::to_string(i) + " \"&a" + (i > 1 ? std::to_string(i - 1) : "") +
+              ";&a" + (i > 1 ? std::to_string(i - 1) : "") + ";\">";
+  laughs += "]><rss version=\"2.0\"><channel><title>&a9;</title></channel></rss>";
+  const auto r = parse(laughs);
+  ASSERT_EQ(r.rc, parse_errc::ok);
+  EXPECT_EQ(r.f.title, "&a9;");
+  // 100k nested elements inside a description: no recursion blows the stack.
+  std::string deep = "<rss version=\"2.0\"><channel><item><description>";
+  for (int i = 0; i < 100000; ++i) deep += "<b>";
+  deep += "x</description></item></channel></rss>";
+  const auto d = parse(deep);
+  EXPECT_EQ(d.rc, parse_errc::ok);
+  ASSERT_EQ(d.f.entries.size(), 1u);
+}
+
+TEST(feed_parse, parser_and_feed_reuse_leave_nothing_stale) {
+  parser p;
+  feed f;
+  ASSERT_EQ(p.parse(rss_item("<title>a</title><guid>g</guid><category>c</category>"), {}, f),
+            parse_errc::ok);
+  ASSERT_EQ(p.parse("<feed xmlns=\"http://www.w3.org/2005/Atom\"><entry><title>b</title>"
+                    "</entry><entry/></feed>",
+                    {}, f),
+            parse_errc::ok);
+  ASSERT_EQ(f.entries.size(), 2u);
+  EXPECT_EQ(f.title, "");
+  EXPECT_EQ(f.entries[0].title, "b");
+  EXPECT_EQ(f.entries[0].id, "");
+  EXPECT_TRUE(f.entries[0].categories.empty());
+  EXPECT_EQ(f.recovered, 0u);
+}
+
+TEST(feed_parse, max_entries_bounds_output) {
+  std::string doc = "<rss version=\"2.0\"><channel>";
+  for (int i = 0; i < 50; ++i) doc += "<item><title>t</title></item>";
+  doc += "</channel></rss>";
+  parser p;
+  feed f;
+  parse_options o;
+  o.max_entries = 7;
+  ASSERT_EQ(p.parse(doc, o, f), parse_errc::ok);
+  EXPECT_EQ(f.entries.size(), 7u);
+}
+
+TEST(feed_render, json_output_shape) {
+  const auto r = parse(rss_item("<title>q\"t</title><pubDate>Thu, 01 Jan 2004 19:48:21 GMT"
+                                "</pubDate>") +
+                       "");
+  std::string out;
+  render_json(r.f, out);
+  EXPECT_NE(out.find("\"title\":\"q\\\"t\""), std::string::npos) << out;
+  EXPECT_NE(out.find("\"published\":\"2004-01-01T19:48:21Z\""), std::string::npos) << out;
+  EXPECT_NE(out.find("\"updated\":null"), std::string::npos) << out;
+  EXPECT_NE(out.find("\"recovered\":[]"), std::string::npos) << out;
+}
