@@ -39,7 +39,8 @@ outcome parse_bytewise(const std::string& in, request_limits lim = {}) {
   request_parser p(lim);
   http_request r;
   std::string buf;
-  outcome o{parse_status::incomplete};
+  outcome o;
+  o.st = parse_status::incomplete;
   for (char c : in) {
     buf.push_back(c);
     o.st = p.parse(buf, r);

@@ -1,0 +1,541 @@
+// The HTTP/1.1 server on real loopback sockets: a server shard (loop + http_server) runs on
+// its own thread with a deliberately small ring and tiny provided buffers; clients are raw
+// blocking sockets so that malformed and slow requests are exactly what the test writes.
+// No timing assertions: timeouts are short so that waits end, but only outcomes are checked.
+#include <arpa/inet.h>
+#include <libdeflate.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "feedplane/net/http_server.h"
+#include "feedplane/net/loop.h"
+#include "gtest/gtest.h"
+
+using namespace feedplane::net;
+
+namespace {
+
+std::string big_body() {
+  std::string b;
+  for (int i = 0; b.size() < 8192; ++i)
+    b += "<item><title>entry " + std::to_string(i) + "</title></item>\n";
+  b.resize(8192);
+  return b;
+}
+
+// One server shard on a thread. Routes: /a /b /c (their name), /big (8 KB, ETag,
+// Last-Modified), POST /echo (request body), /healthz.
+class server_thread {
+ public:
+  explicit server_thread(server_options so = small_options()) : so_(so) {
+    body_ = big_body();
+    routes_.add("GET", "/healthz", [](const http_request&, http_response& r) {
+      r.body = "ok\n";
+      r.compressible = false;
+    });
+    for (const char* n : {"/a", "/b", "/c"}) {
+      routes_.add("GET", n, [n](const http_request&, http_response& r) {
+        r.body = n;
+        r.compressible = false;
+      });
+    }
+    routes_.add("GET", "/big", [this](const http_request&, http_response& r) {
+      r.body = body_;
+      r.content_type = "application/rss+xml";
+      r.etag = "\"v1\"";
+      r.last_modified = 1700000000;
+    });
+    routes_.add("POST", "/echo", [](const http_request& q, http_response& r) {
+      r.set_body(q.body);
+      r.compressible = false;
+    });
+    std::string err;
+    lfd_ = listen_tcp("127.0.0.1:0", false, &err);
+    EXPECT_GE(lfd_, 0) << err;
+    port_ = bound_port(lfd_);
+    th_ = std::thread([this] { run(); });
+    while (!ready_.load()) std::this_thread::yield();
+  }
+  ~server_thread() {
+    if (loop_ != nullptr) loop_->request_stop();
+    th_.join();
+    close(lfd_);
+  }
+  static server_options small_options() {
+    server_options so;
+    so.limits.max_request_line = 1024;
+    so.limits.max_header_bytes = 4096;
+    so.limits.max_headers = 20;
+    so.limits.max_body = 64 * 1024;
+    so.header_timeout_ms = 300;
+    so.idle_timeout_ms = 600;
+    so.linger_ms = 300;
+    return so;
+  }
+  int port() const { return port_; }
+  const std::string& body() const { return body_; }
+  server_stats stats() {
+    // Read after the server thread stopped, or racy but only for diagnostics.
+    return stats_copy_;
+  }
+
+ private:
+  void run() {
+    loop_options lo;
+    lo.ring_entries = 16;  // small: SQ-full submits happen under load
+    lo.buffer_count = 8;   // tiny ring: requests span buffers, ENOBUFS re-arms happen
+    lo.buffer_size = 512;
+    std::string err;
+    auto l = loop::create(lo, &err);
+    ASSERT_TRUE(l) << err;
+    {
+      http_server srv(*l, routes_, so_);
+      ASSERT_TRUE(srv.start(lfd_));
+      loop_ = l.get();
+      ready_.store(true);
+      l->run();
+      srv.shutdown();
+      for (int i = 0; i < 1000 && srv.stats().open > 0; ++i) l->run_once(false);
+      stats_copy_ = srv.stats();
+    }
+  }
+  server_options so_;
+  router routes_;
+  std::string body_;
+  int lfd_ = -1;
+  int port_ = 0;
+  std::thread th_;
+  std::atomic<bool> ready_{false};
+  loop* loop_ = nullptr;
+  server_stats stats_copy_;
+};
+
+int dial(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(uint16_t(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  timeval tv{10, 0};  // a hang fails the test instead of blocking ctest
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  return fd;
+}
+
+void send_all(int fd, std::string_view s) {
+  while (!s.empty()) {
+    ssize_t n = send(fd, s.data(), s.size(), MSG_NOSIGNAL);
+    if (n <= 0) return;  // the server may have closed; the response tells
+    s.remove_prefix(size_t(n));
+  }
+}
+
+struct response {
+  int status = 0;
+  std::map<std::string, std::string> headers;  // lower-case names
+  std::string body;
+};
+
+// Reads responses from a blocking socket (bodies framed by Content-Length; none for 304 or
+// when `head` is set).
+class reader {
+ public:
+  explicit reader(int fd) : fd_(fd) {}
+  bool next(response* r, bool head = false) {
+    size_t end;
+    while ((end = buf_.find("\r\n\r\n")) == std::string::npos) {
+      if (!fill()) return false;
+    }
+    std::string h = buf_.substr(0, end);
+    buf_.erase(0, end + 4);
+    *r = response();
+    if (h.size() < 12 || h.compare(0, 9, "HTTP/1.1 ") != 0) return false;
+    r->status = std::stoi(h.substr(9, 3));
+    size_t pos = h.find("\r\n");
+    while (pos != std::string::npos) {
+      size_t e = h.find("\r\n", pos + 2);
+      std::string line =
+          h.substr(pos + 2, e == std::string::npos ? std::string::npos : e - pos - 2);
+      size_t c = line.find(':');
+      if (c != std::string::npos) {
+        std::string name = line.substr(0, c);
+        for (auto& ch : name) ch = char(tolower(ch));
+        std::string v = line.substr(c + 1);
+        while (!v.empty() && v.front() == ' ') v.erase(0, 1);
+        r->headers[name] = v;
+      }
+      pos = e;
+    }
+    size_t len = 0;
+    if (r->status != 304 && !head && r->headers.count("content-length")) {
+      len = std::stoul(r->headers["content-length"]);
+    }
+    while (buf_.size() < len) {
+      if (!fill()) return false;
+    }
+    r->body = buf_.substr(0, len);
+    buf_.erase(0, len);
+    return true;
+  }
+  // True if the peer closed (EOF) with nothing more to read.
+  bool at_eof() {
+    if (!buf_.empty()) return false;
+    char c;
+    ssize_t n = recv(fd_, &c, 1, 0);
+    if (n == 1) buf_.push_back(c);
+    return n == 0;
+  }
+  const std::string& pending() const { return buf_; }
+
+ private:
+  bool fill() {
+    char tmp[4096];
+    ssize_t n = recv(fd_, tmp, sizeof(tmp), 0);
+    if (n <= 0) return false;
+    buf_.append(tmp, size_t(n));
+    return true;
+  }
+  int fd_;
+  std::string buf_;
+};
+
+// One request on a fresh connection; returns the response status (0 if none).
+response one_shot(int port, std::string_view req, bool* closed_after = nullptr) {
+  int fd = dial(port);
+  send_all(fd, req);
+  reader rd(fd);
+  response r;
+  if (!rd.next(&r)) r.status = 0;
+  if (closed_after != nullptr) *closed_after = rd.at_eof();
+  close(fd);
+  return r;
+}
+
+// The server still answers a well-formed request on a new connection.
+void expect_still_serving(int port) {
+  response r = one_shot(port, "GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "ok\n");
+}
+
+}  // namespace
+
+TEST(http_server, keep_alive_and_pipelining_in_order) {
+  server_thread s;
+  int fd = dial(s.port());
+  reader rd(fd);
+  // Three pipelined requests in one write, then three more one by one on the same socket.
+  send_all(fd,
+           "GET /a HTTP/1.1\r\nHost: t\r\n\r\nGET /b HTTP/1.1\r\nHost: t\r\n\r\n"
+           "GET /c HTTP/1.1\r\nHost: t\r\n\r\n");
+  response r;
+  for (const char* want : {"/a", "/b", "/c"}) {
+    ASSERT_TRUE(rd.next(&r));
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.body, want);
+  }
+  for (const char* want : {"/c", "/a", "/b"}) {
+    send_all(fd, std::string("GET ") + want + " HTTP/1.1\r\nHost: t\r\n\r\n");
+    ASSERT_TRUE(rd.next(&r));
+    EXPECT_EQ(r.body, want);
+  }
+  // Connection: close is honoured after the response.
+  send_all(fd, "GET /a HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+  ASSERT_TRUE(rd.next(&r));
+  EXPECT_EQ(r.headers["connection"], "close");
+  EXPECT_TRUE(rd.at_eof());
+  close(fd);
+}
+
+TEST(http_server, many_pipelined_requests_over_tiny_buffers_and_high_water) {
+  server_options so = server_thread::small_options();
+  so.output_high_water = 16 * 1024;  // two 8 KB responses: reading pauses and resumes
+  server_thread s(so);
+  int fd = dial(s.port());
+  std::string reqs;
+  const char* paths[] = {"/big", "/a", "/big", "/b", "/c"};
+  for (int i = 0; i < 100; ++i)
+    reqs += std::string("GET ") + paths[i % 5] + " HTTP/1.1\r\nHost: t\r\n\r\n";
+  std::thread writer([&] { send_all(fd, reqs); });
+  reader rd(fd);
+  response r;
+  for (int i = 0; i < 100; ++i) {
+    ASSERT_TRUE(rd.next(&r)) << i;
+    ASSERT_EQ(r.status, 200);
+    if (i % 5 == 0 || i % 5 == 2) {
+      EXPECT_EQ(r.body, s.body()) << i;
+    } else {
+      EXPECT_EQ(r.body, paths[i % 5]) << i;
+    }
+  }
+  writer.join();
+  close(fd);
+}
+
+TEST(http_server, request_body_content_length_and_chunked_split_across_writes) {
+  server_thread s;
+  int fd = dial(s.port());
+  reader rd(fd);
+  std::string body(20000, 'x');
+  for (size_t i = 0; i < body.size(); ++i) body[i] = char('a' + i % 26);
+  std::string req =
+      "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: " + std::to_string(body.size()) +
+      "\r\n\r\n" + body;
+  // Dribble it in pieces so the server assembles it from many provided buffers.
+  for (size_t off = 0; off < req.size(); off += 777) {
+    send_all(fd, std::string_view(req).substr(off, 777));
+  }
+  response r;
+  ASSERT_TRUE(rd.next(&r));
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, body);
+  send_all(fd,
+           "POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+           "3\r\nabc\r\n");
+  send_all(fd, "A;name=val\r\n0123456789\r\n0\r\nX-Trailer: 1\r\n\r\n");
+  ASSERT_TRUE(rd.next(&r));
+  EXPECT_EQ(r.body, "abc0123456789");
+  close(fd);
+}
+
+TEST(http_server, malformed_requests_get_their_status_and_a_closed_socket) {
+  server_thread s;
+  struct c {
+    std::string req;
+    int status;
+  };
+  const std::vector<c> cases = {
+      {"GARBAGE\r\n\r\n", 400},
+      {"GET / HTTP/1.1 extra\r\nHost: t\r\n\r\n", 400},
+      {"GET /" + std::string(2000, 'u') + " HTTP/1.1\r\nHost: t\r\n\r\n", 414},
+      {"GET / HTTP/1.1\r\nHost: t\r\nX-Big: " + std::string(5000, 'h') + "\r\n\r\n", 431},
+      {[] {
+         std::string r = "GET / HTTP/1.1\r\nHost: t\r\n";
+         for (int i = 0; i < 30; ++i) r += "X-" + std::to_string(i) + ": v\r\n";
+         return r + "\r\n";
+       }(),
+       431},
+      {"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 999999\r\n\r\n", 413},
+      {"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: "
+       "chunked\r\n\r\nZZ\r\nhello\r\n0\r\n\r\n",
+       400},
+      {"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhelloNOCRLF", 400},
+      {"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n20000\r\n", 413},
+      {"GET / HTTP/3.0\r\nHost: t\r\n\r\n", 505},
+      {"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: compress\r\n\r\n", 501},
+      {"GET / HTTP/1.1\r\n\r\n", 400},
+  };
+  for (const auto& k : cases) {
+    bool closed = false;
+    response r = one_shot(s.port(), k.req, &closed);
+    EXPECT_EQ(r.status, k.status) << k.req.substr(0, 80);
+    EXPECT_EQ(r.headers["connection"], "close") << k.req.substr(0, 80);
+    EXPECT_TRUE(closed) << k.req.substr(0, 80);
+    expect_still_serving(s.port());
+  }
+}
+
+TEST(http_server, content_length_with_transfer_encoding_is_refused_no_smuggling) {
+  server_thread s;
+  int fd = dial(s.port());
+  // A front end honouring Content-Length would see one request; one honouring chunked would
+  // see a second, smuggled "GET /b". The server must refuse the whole thing.
+  send_all(fd,
+           "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 35\r\n"
+           "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /b HTTP/1.1\r\nHost: t\r\n\r\n");
+  reader rd(fd);
+  response r;
+  ASSERT_TRUE(rd.next(&r));
+  EXPECT_EQ(r.status, 400);
+  EXPECT_TRUE(rd.at_eof()) << "a second response means a smuggled request ran: " << rd.pending();
+  close(fd);
+  expect_still_serving(s.port());
+}
+
+TEST(http_server, slowloris_gets_408_and_others_are_served_meanwhile) {
+  server_thread s;  // header timeout 300 ms
+  int slow = dial(s.port());
+  const std::string partial = "GET /a HTTP/1.1\r\nHost: t\r\nX-Slow: ";
+  send_all(slow, partial);
+  // Keep dribbling one byte at a time: bytes must not extend the header deadline.
+  std::atomic<bool> stop{false};
+  std::thread drip([&] {
+    while (!stop.load()) {
+      if (send(slow, "a", 1, MSG_NOSIGNAL) != 1) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  });
+  // Other clients are served while the slow one holds its connection.
+  for (int i = 0; i < 5; ++i) expect_still_serving(s.port());
+  reader rd(slow);
+  response r;
+  ASSERT_TRUE(rd.next(&r));
+  EXPECT_EQ(r.status, 408);
+  EXPECT_EQ(r.headers["connection"], "close");
+  stop.store(true);
+  drip.join();
+  // The socket ends (EOF or reset while our drip bytes arrive after the close).
+  char c;
+  EXPECT_LE(recv(slow, &c, 1, 0), 0);
+  close(slow);
+  expect_still_serving(s.port());
+}
+
+TEST(http_server, idle_connections_are_closed_without_a_response) {
+  server_thread s;
+  int fd = dial(s.port());
+  reader rd(fd);
+  EXPECT_TRUE(rd.at_eof());  // closed after the header timeout, no bytes sent
+  close(fd);
+  // Also after a completed request (keep-alive idle timeout).
+  fd = dial(s.port());
+  reader rd2(fd);
+  send_all(fd, "GET /a HTTP/1.1\r\nHost: t\r\n\r\n");
+  response r;
+  ASSERT_TRUE(rd2.next(&r));
+  EXPECT_TRUE(rd2.at_eof());
+  close(fd);
+}
+
+TEST(http_server, head_has_headers_but_no_body) {
+  server_thread s;
+  int fd = dial(s.port());
+  send_all(fd, "HEAD /big HTTP/1.1\r\nHost: t\r\n\r\nGET /a HTTP/1.1\r\nHost: t\r\n\r\n");
+  reader rd(fd);
+  response r;
+  ASSERT_TRUE(rd.next(&r, /*head=*/true));
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.headers["content-length"], "8192");
+  EXPECT_EQ(r.body, "");
+  ASSERT_TRUE(rd.next(&r));  // the next response starts right after the HEAD headers
+  EXPECT_EQ(r.body, "/a");
+  close(fd);
+}
+
+TEST(http_server, conditional_get_304) {
+  server_thread s;
+  auto get = [&](const std::string& extra) {
+    return one_shot(s.port(), "GET /big HTTP/1.1\r\nHost: t\r\n" + extra + "\r\n");
+  };
+  response r = get("");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.headers["etag"], "\"v1\"");
+  const std::string lm = r.headers["last-modified"];
+  EXPECT_EQ(lm, "Tue, 14 Nov 2023 22:13:20 GMT");
+  r = get("If-None-Match: \"v1\"\r\n");
+  EXPECT_EQ(r.status, 304);
+  EXPECT_EQ(r.body, "");
+  EXPECT_EQ(r.headers["etag"], "\"v1\"");
+  EXPECT_EQ(get("If-None-Match: \"x\", W/\"v1\"\r\n").status, 304);
+  EXPECT_EQ(get("If-None-Match: *\r\n").status, 304);
+  EXPECT_EQ(get("If-None-Match: \"v0\"\r\n").status, 200);
+  EXPECT_EQ(get("If-Modified-Since: " + lm + "\r\n").status, 304);
+  EXPECT_EQ(get("If-Modified-Since: Wed, 15 Nov 2023 00:00:00 GMT\r\n").status, 304);
+  EXPECT_EQ(get("If-Modified-Since: Mon, 13 Nov 2023 00:00:00 GMT\r\n").status, 200);
+  EXPECT_EQ(get("If-Modified-Since: garbage\r\n").status, 200);
+  // If-None-Match takes precedence over If-Modified-Since.
+  EXPECT_EQ(get("If-None-Match: \"v0\"\r\nIf-Modified-Since: " + lm + "\r\n").status, 200);
+}
+
+TEST(http_server, gzip_for_clients_that_accept_it) {
+  server_thread s;
+  response r =
+      one_shot(s.port(), "GET /big HTTP/1.1\r\nHost: t\r\nAccept-Encoding: br, gzip\r\n\r\n");
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(r.headers["content-encoding"], "gzip");
+  EXPECT_EQ(r.headers["vary"], "Accept-Encoding");
+  EXPECT_EQ(r.headers["etag"], "W/\"v1\"");
+  EXPECT_LT(r.body.size(), s.body().size());
+  std::string plain(s.body().size(), '\0');
+  size_t got = 0;
+  libdeflate_decompressor* d = libdeflate_alloc_decompressor();
+  ASSERT_EQ(
+      libdeflate_gzip_decompress(d, r.body.data(), r.body.size(), plain.data(), plain.size(), &got),
+      LIBDEFLATE_SUCCESS);
+  libdeflate_free_decompressor(d);
+  plain.resize(got);
+  EXPECT_EQ(plain, s.body());
+  // q=0 refuses gzip; no Accept-Encoding means identity.
+  r = one_shot(s.port(),
+               "GET /big HTTP/1.1\r\nHost: t\r\nAccept-Encoding: gzip;q=0, identity\r\n\r\n");
+  EXPECT_EQ(r.headers.count("content-encoding"), 0u);
+  EXPECT_EQ(r.body, s.body());
+  // A 304 for the gzip variant (weak tag) still matches.
+  r = one_shot(
+      s.port(),
+      "GET /big HTTP/1.1\r\nHost: t\r\nAccept-Encoding: gzip\r\nIf-None-Match: W/\"v1\"\r\n\r\n");
+  EXPECT_EQ(r.status, 304);
+}
+
+TEST(http_server, http10_404_405) {
+  server_thread s;
+  bool closed = false;
+  response r = one_shot(s.port(), "GET /a HTTP/1.0\r\n\r\n", &closed);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_TRUE(closed);
+  // HTTP/1.0 keep-alive on request.
+  int fd = dial(s.port());
+  reader rd(fd);
+  send_all(fd, "GET /a HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
+  ASSERT_TRUE(rd.next(&r));
+  EXPECT_EQ(r.headers["connection"], "keep-alive");
+  send_all(fd, "GET /nope HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
+  ASSERT_TRUE(rd.next(&r));
+  EXPECT_EQ(r.status, 404);
+  close(fd);
+  r = one_shot(s.port(), "DELETE /big HTTP/1.1\r\nHost: t\r\n\r\n");
+  EXPECT_EQ(r.status, 405);
+  EXPECT_EQ(r.headers["allow"], "GET, HEAD");
+}
+
+TEST(http_server, many_concurrent_connections_with_a_tiny_buffer_ring) {
+  server_thread s;
+  constexpr int n = 200;
+  std::vector<int> fds;
+  for (int i = 0; i < n; ++i) fds.push_back(dial(s.port()));
+  // All send before any reads: 200 connections compete for 8 provided buffers.
+  for (int fd : fds) send_all(fd, "GET /big HTTP/1.1\r\nHost: t\r\n\r\n");
+  int ok = 0;
+  for (int fd : fds) {
+    reader rd(fd);
+    response r;
+    if (rd.next(&r) && r.status == 200 && r.body == s.body()) ++ok;
+    close(fd);
+  }
+  EXPECT_EQ(ok, n);
+}
+
+TEST(http_server, client_reset_mid_request_does_not_disturb_others) {
+  server_thread s;
+  for (int i = 0; i < 20; ++i) {
+    int fd = dial(s.port());
+    send_all(fd, "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\npartial");
+    linger lg{1, 0};  // close with RST
+    setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+    close(fd);
+  }
+  expect_still_serving(s.port());
+}
+
+TEST(http_server, listen_address_errors) {
+  std::string err;
+  EXPECT_LT(listen_tcp("nonsense", false, &err), 0);
+  EXPECT_NE(err.find("ADDR:PORT"), std::string::npos) << err;
+  EXPECT_LT(listen_tcp("127.0.0.1:99999", false, &err), 0);
+  EXPECT_NE(err.find("port"), std::string::npos) << err;
+  EXPECT_LT(listen_tcp("not.an.ip:80", false, &err), 0);
+  int fd = listen_tcp("[::1]:0", false, &err);
+  if (fd >= 0) {
+    EXPECT_GT(bound_port(fd), 0);
+    close(fd);
+  }
+}
