@@ -76,7 +76,7 @@ void run_shard(shard& s, const config& cfg, const net::router& routes) {
   }
   net::loop_options lo;
   lo.ring_entries = 4096;
-  lo.buffer_count = 4096;
+  lo.buffer_count = 1024;  // 4 MiB per shard, whatever the number of connections
   lo.buffer_size = 4096;
   std::string err;
   // The ring is created on the shard thread: SINGLE_ISSUER binds it to this task.

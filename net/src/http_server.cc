@@ -260,6 +260,7 @@ struct http_server::connection {
     } else {
       in.erase(0, used);
     }
+    if (in.empty()) std::string().swap(in);  // rare path (split requests): free at once
     if (in.capacity() > 64 * 1024 && in.size() < 4096) std::string(in).swap(in);
     flush();
   }
@@ -335,8 +336,8 @@ struct http_server::connection {
       update_timer();
       return;
     }
-    sending.clear();
-    if (sending.capacity() > 1024 * 1024) std::string().swap(sending);
+    // The buffer goes back to the shard's pool: an idle connection holds no buffers.
+    srv->give_buffer(sending);
     if (paused && out.size() < srv->opt_.output_high_water / 2) resume();
     if (dead) return;
     flush();
@@ -518,8 +519,8 @@ void http_server::release(connection& k) {
   loop_.disarm(k.t);
   // Idle pool slots keep no buffers: 10,000 idle connections cost only their slots.
   std::string().swap(k.in);
-  std::string().swap(k.out);
-  std::string().swap(k.sending);
+  give_buffer(k.out);
+  give_buffer(k.sending);
   k.parser = request_parser(opt_.limits);
   --stats_.open;
   free_.push_back(&k);
@@ -542,6 +543,24 @@ size_t http_server::connection_memory() const {
         k->in.capacity() + k->out.capacity() + k->sending.capacity() + k->parser.body_capacity();
   }
   return total;
+}
+
+void http_server::take_buffer(std::string& s) {
+  if (!buf_pool_.empty()) {
+    s.swap(buf_pool_.back());
+    buf_pool_.pop_back();
+  }
+}
+
+void http_server::give_buffer(std::string& s) {
+  s.clear();
+  // Keep a bounded number of moderately sized buffers; the rest go back to the allocator.
+  if (s.capacity() >= 64 && s.capacity() <= 256 * 1024 && buf_pool_.size() < 4096) {
+    buf_pool_.emplace_back();
+    buf_pool_.back().swap(s);
+  } else {
+    std::string().swap(s);
+  }
 }
 
 std::string_view http_server::date() {
@@ -575,6 +594,7 @@ void http_server::handle(connection& k, const http_request& req) {
 void http_server::write_response(connection& k, const http_request& req, http_response& r,
                                  bool head) {
   std::string& o = k.out;
+  if (o.capacity() < 64) take_buffer(o);
   if (r.status >= 400) ++stats_.errors_4xx;
   int status = r.status;
   // Conditional GET (RFC 9110 13.1): If-None-Match wins over If-Modified-Since.
@@ -642,6 +662,7 @@ void http_server::write_response(connection& k, const http_request& req, http_re
 void http_server::write_error(connection& k, int status, const char* reason) {
   ++stats_.errors_4xx;
   std::string& o = k.out;
+  if (o.capacity() < 64) take_buffer(o);
   o.append("HTTP/1.1 ");
   append_num(o, uint64_t(status));
   o.push_back(' ');

@@ -111,6 +111,10 @@ class http_server {
   void write_response(connection& k, const http_request& req, http_response& r, bool head);
   void write_error(connection& k, int status, const char* reason);
   std::string_view date();
+  // Output buffers are lent to connections only while they have output (per-shard pool,
+  // no allocation in steady state, no buffer held by an idle connection).
+  void take_buffer(std::string& s);
+  void give_buffer(std::string& s);
 
   loop& loop_;
   const router& routes_;
@@ -130,6 +134,7 @@ class http_server {
   http_response resp_;  // scratch response (reused, keeps capacity)
   libdeflate_compressor* gz_ = nullptr;
   std::string gz_buf_;
+  std::vector<std::string> buf_pool_;
   int64_t date_sec_ = -1;
   char date_[32] = {};
   server_stats stats_;
