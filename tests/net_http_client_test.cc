@@ -16,6 +16,7 @@
 #include <functional>
 #include <thread>
 
+#include "fake_dns.h"
 #include "nginx_fixture.h"
 
 using feedplane::net::client_options;
@@ -51,7 +52,6 @@ struct harness {
     lo.ring_entries = 64;  // deliberately small
     l = loop::create(lo, &err);
     if (!l) throw std::runtime_error(err);
-    opt.dns.use_hosts_file = true;
     c = http_client::create(*l, opt, &err);
     if (!c) throw std::runtime_error(err);
   }
@@ -488,4 +488,73 @@ TEST(HttpClientRaw, StaleKeepAliveConnectionIsRetried) {
   EXPECT_OK(r);
   EXPECT_EQ(r.body, "ok");
   EXPECT_EQ(h.c->stats().retries_on_stale, 1u);
+}
+
+TEST(HttpClientRaw, NamesResolvedThroughCaresOnTheLoop) {
+  // A DNS server of the test's own: the c-ares sockets are polled by io_uring requests.
+  feedplane::test::fake_dns dns;
+  raw_server s([](int fd) {
+    send_all(fd, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nhi");
+  });
+  client_options o;
+  o.dns.servers = "127.0.0.1:" + std::to_string(dns.port());
+  o.dns.use_hosts_file = false;
+  o.dns.timeout_ms = 300;
+  o.dns.tries = 1;
+  harness h(o);
+  std::string port = s.url().substr(s.url().rfind(':'));  // ":PORT/"
+  auto r = h.get("http://loop.test" + port);
+  EXPECT_OK(r);
+  EXPECT_EQ(r.body, "hi");
+  int queries = dns.queries();
+  EXPECT_GE(queries, 1);
+  EXPECT_OK(h.get("http://loop.test" + port));  // from the TTL cache
+  EXPECT_EQ(dns.queries(), queries);
+  EXPECT_EQ(h.get("http://nx.test" + port).error, fetch_error::dns_not_found);
+  auto slow = h.get("http://slow.test" + port);
+  EXPECT_EQ(slow.error, fetch_error::dns_timeout) << fetch_error_name(slow.error);
+}
+
+TEST(HttpClientRaw, ConnectTimeout) {
+  // A listener whose accept queue is full drops further SYNs: connect() hangs on loopback.
+  int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(listen(lfd, 0), 0);
+  socklen_t len = sizeof a;
+  getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &len);
+  std::vector<int> fillers;
+  for (int i = 0; i < 3; ++i) {
+    int f = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    (void)!connect(f, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    fillers.push_back(f);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  client_options o;
+  o.connect_timeout_ms = 200;
+  o.total_timeout_ms = 5000;
+  harness h(o);
+  auto r = h.get("http://127.0.0.1:" + std::to_string(ntohs(a.sin_port)) + "/");
+  EXPECT_EQ(r.error, fetch_error::connect_timeout) << fetch_error_name(r.error);
+  for (int f : fillers) close(f);
+  close(lfd);
+}
+
+TEST(HttpClientRaw, TlsHandshakeTimeout) {
+  // Accepts and reads the ClientHello but never answers it.
+  std::atomic<bool> release{false};
+  raw_server s([&](int) {
+    while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  });
+  client_options o;
+  o.connect_timeout_ms = 200;
+  harness h(o);
+  std::string u = s.url();
+  u.replace(0, 4, "https");
+  // raw_server reads until a blank line, which a ClientHello never has: it stalls reading.
+  auto r = h.get(u);
+  EXPECT_EQ(r.error, fetch_error::tls_handshake_timeout) << fetch_error_name(r.error);
+  release = true;
 }
