@@ -76,9 +76,17 @@ class server_thread {
     so.limits.max_header_bytes = 4096;
     so.limits.max_headers = 20;
     so.limits.max_body = 64 * 1024;
-    so.header_timeout_ms = 300;
-    so.idle_timeout_ms = 600;
-    so.linger_ms = 300;
+    // Generous: a loaded CI machine under ASan must never hit these by accident.
+    so.header_timeout_ms = 10'000;
+    so.idle_timeout_ms = 10'000;
+    so.linger_ms = 2'000;
+    return so;
+  }
+  // For the tests whose subject is a timeout: they wait for the outcome, never a time.
+  static server_options short_timeouts() {
+    server_options so = small_options();
+    so.header_timeout_ms = 1'000;
+    so.idle_timeout_ms = 1'000;
     return so;
   }
   int port() const { return port_; }
@@ -126,7 +134,7 @@ int dial(int port) {
   a.sin_port = htons(uint16_t(port));
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
-  timeval tv{10, 0};  // a hang fails the test instead of blocking ctest
+  timeval tv{30, 0};  // a hang fails the test instead of blocking ctest
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
   return fd;
 }
@@ -362,7 +370,7 @@ TEST(http_server, content_length_with_transfer_encoding_is_refused_no_smuggling)
 }
 
 TEST(http_server, slowloris_gets_408_and_others_are_served_meanwhile) {
-  server_thread s;  // header timeout 300 ms
+  server_thread s(server_thread::short_timeouts());
   int slow = dial(s.port());
   const std::string partial = "GET /a HTTP/1.1\r\nHost: t\r\nX-Slow: ";
   send_all(slow, partial);
@@ -391,7 +399,7 @@ TEST(http_server, slowloris_gets_408_and_others_are_served_meanwhile) {
 }
 
 TEST(http_server, idle_connections_are_closed_without_a_response) {
-  server_thread s;
+  server_thread s(server_thread::short_timeouts());
   int fd = dial(s.port());
   reader rd(fd);
   EXPECT_TRUE(rd.at_eof());  // closed after the header timeout, no bytes sent
