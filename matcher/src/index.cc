@@ -15,64 +15,108 @@ constexpr int k_general = 8;   // posting class of general clauses
 constexpr int k_classes = 9;   // 0..7: plain conjunctions of 1..8 words; 8: general
 constexpr size_t k_max_plain_words = 8;
 
-// A posting array: one allocation holding [size, capacity, entries...], in entries of
-// `stride` uint32s. Null when empty, so an unused class costs one pointer.
-struct plist {
-  static uint32_t size(const uint32_t* p) { return p ? p[0] : 0; }
-  static uint32_t capacity(const uint32_t* p) { return p ? p[1] : 0; }
-  static uint32_t* entries(uint32_t* p) { return p + 2; }
-  static const uint32_t* entries(const uint32_t* p) { return p + 2; }
-  static size_t bytes(const uint32_t* p, size_t stride) {
-    return p ? (2 + capacity(p) * stride) * sizeof(uint32_t) : 0;
+size_t stride_of(int cls) { return cls == k_general ? 1 : static_cast<size_t>(cls) + 1; }
+
+// A word's postings: one allocation holding a header, then the nine classes' entries
+// back to back, so matching a word reads one header line and then streams forward.
+// Layout in uint32s: size[9], capacity[9], then class 0's capacity * 1 entries, class
+// 1's capacity * 2, ... class 8's capacity * 1.
+struct postings {
+  static constexpr size_t k_header = 2 * k_classes;
+  static uint32_t size(const uint32_t* b, int c) { return b[c]; }
+  static uint32_t capacity(const uint32_t* b, int c) { return b[k_classes + c]; }
+  static size_t offset(const uint32_t* b, int c) {
+    size_t o = k_header;
+    for (int j = 0; j < c; ++j) o += capacity(b, j) * stride_of(j);
+    return o;
   }
-  // Resizes the allocation to hold cap entries (cap >= size).
-  static uint32_t* reallocate(uint32_t* p, size_t stride, uint32_t cap) {
-    auto* q = static_cast<uint32_t*>(std::malloc((2 + size_t{cap} * stride) * sizeof(uint32_t)));
+  static uint32_t* entries(uint32_t* b, int c) { return b + offset(b, c); }
+  static const uint32_t* entries(const uint32_t* b, int c) { return b + offset(b, c); }
+  static size_t words(const uint32_t* b) {
+    return b ? offset(b, k_classes) : 0;
+  }
+  static bool empty(const uint32_t* b) {
+    for (int c = 0; c < k_classes; ++c) {
+      if (b[c]) return false;
+    }
+    return true;
+  }
+  // A copy of b (or of nothing) with class capacities caps; frees b.
+  static uint32_t* reallocate(uint32_t* b, const uint32_t* caps) {
+    size_t total = k_header;
+    for (int c = 0; c < k_classes; ++c) total += caps[c] * stride_of(c);
+    auto* q = static_cast<uint32_t*>(std::malloc(total * sizeof(uint32_t)));
     if (!q) std::abort();
-    const uint32_t n = size(p);
-    q[0] = n;
-    q[1] = cap;
-    if (n) std::memcpy(q + 2, p + 2, size_t{n} * stride * sizeof(uint32_t));
-    std::free(p);
+    for (int c = 0; c < k_classes; ++c) {
+      q[c] = b ? b[c] : 0;
+      q[k_classes + c] = caps[c];
+    }
+    if (b) {
+      for (int c = 0; c < k_classes; ++c) {
+        if (b[c]) std::memcpy(entries(q, c), entries(b, c), b[c] * stride_of(c) * sizeof(uint32_t));
+      }
+    }
+    std::free(b);
     return q;
   }
-  // Appends one entry (stride uint32s); grows by 1.5x.
-  static uint32_t* append(uint32_t* p, size_t stride, const uint32_t* entry) {
-    if (size(p) == capacity(p)) p = reallocate(p, stride, capacity(p) + capacity(p) / 2 + 2);
-    std::memcpy(p + 2 + size_t{p[0]} * stride, entry, stride * sizeof(uint32_t));
-    ++p[0];
-    return p;
-  }
-  // Moves the last entry into slot i and shrinks by one. Frees the array when empty.
-  static uint32_t* erase(uint32_t* p, size_t stride, uint32_t i) {
-    const uint32_t last = p[0] - 1;
-    if (i != last) std::memcpy(p + 2 + size_t{i} * stride, p + 2 + size_t{last} * stride, stride * sizeof(uint32_t));
-    p[0] = last;
-    if (last == 0) {
-      std::free(p);
-      return nullptr;
+  // Appends one entry to class c; a full class grows by 1.5x (the whole block moves).
+  static uint32_t* append(uint32_t* b, int c, const uint32_t* entry) {
+    if (!b || size(b, c) == capacity(b, c)) {
+      uint32_t caps[k_classes] = {};
+      for (int j = 0; j < k_classes && b; ++j) caps[j] = capacity(b, j);
+      caps[c] += caps[c] / 2 + 1;
+      b = reallocate(b, caps);
     }
-    return p;
+    const size_t stride = stride_of(c);
+    std::memcpy(entries(b, c) + size_t{b[c]} * stride, entry, stride * sizeof(uint32_t));
+    ++b[c];
+    return b;
   }
-  // Index of the entry whose first uint32 is id, or size.
-  static uint32_t find(const uint32_t* p, size_t stride, uint32_t id) {
-    const uint32_t n = size(p);
-    const uint32_t* e = entries(p);
+  // Moves class c's last entry into slot i and shrinks the class by one.
+  static void erase(uint32_t* b, int c, uint32_t i) {
+    const size_t stride = stride_of(c);
+    const uint32_t last = b[c] - 1;
+    uint32_t* e = entries(b, c);
+    if (i != last) std::memcpy(e + size_t{i} * stride, e + size_t{last} * stride, stride * sizeof(uint32_t));
+    b[c] = last;
+  }
+  // Index of class c's entry whose first uint32 is id, or its size.
+  static uint32_t find(const uint32_t* b, int c, uint32_t id) {
+    const size_t stride = stride_of(c);
+    const uint32_t n = size(b, c);
+    const uint32_t* e = entries(b, c);
     for (uint32_t i = 0; i < n; ++i) {
       if (e[size_t{i} * stride] == id) return i;
     }
     return n;
   }
+  // Trims unused capacity when it exceeds an eighth; frees an empty block.
+  static uint32_t* trim(uint32_t* b) {
+    if (empty(b)) {
+      std::free(b);
+      return nullptr;
+    }
+    uint32_t caps[k_classes];
+    bool slack = false;
+    for (int c = 0; c < k_classes; ++c) {
+      caps[c] = size(b, c);
+      slack |= capacity(b, c) > caps[c] + caps[c] / 8 + 1;
+    }
+    return slack ? reallocate(b, caps) : b;
+  }
 };
 
-size_t stride_of(int cls) { return cls == k_general ? 1 : static_cast<size_t>(cls) + 1; }
-
+// 40 bytes; a word of up to 16 bytes is compared without leaving the entry.
 struct word_entry {
+  static constexpr size_t k_inline = 16;
   uint64_t hash = 0;
-  uint32_t text = 0;    // offset of the word in the text arena
-  uint32_t length = 0;  // 0: the id is free
+  uint32_t* block = nullptr;  // postings (see struct postings), null when none
   uint32_t refs = 0;    // subscription clauses using the word
-  uint32_t** lists = nullptr;  // k_classes posting arrays, allocated with the first posting
+  uint32_t length = 0;  // 0: the id is free
+  union {
+    char small[k_inline];  // length <= k_inline: the word itself
+    uint32_t text;         // longer: offset of the word in the text arena
+  };
 };
 
 struct phrase {
@@ -144,7 +188,10 @@ struct index::impl {
   uint32_t maintain_cursor = 0;
 
   // ===== vocabulary =====
-  std::string_view word_text(uint32_t w) const { return {text.data() + words[w].text, words[w].length}; }
+  std::string_view word_text(uint32_t w) const {
+    const word_entry& e = words[w];
+    return {e.length <= word_entry::k_inline ? e.small : text.data() + e.text, e.length};
+  }
 
   uint32_t find_word(uint64_t h, std::string_view s) const {
     const size_t mask = slots.size() - 1;
@@ -209,10 +256,14 @@ struct index::impl {
       }
     }
     words[w].hash = h;
-    words[w].text = static_cast<uint32_t>(text.size());
     words[w].length = static_cast<uint32_t>(s.size());
     words[w].refs = 0;
-    text.append(s);
+    if (s.size() <= word_entry::k_inline) {
+      std::memcpy(words[w].small, s.data(), s.size());
+    } else {
+      words[w].text = static_cast<uint32_t>(text.size());
+      text.append(s);
+    }
     insert_slot(h, w);
     ++used_slots;
     return w;
@@ -221,11 +272,8 @@ struct index::impl {
   void release(uint32_t w) {
     if (--words[w].refs != 0) return;
     erase_slot(w);
-    if (words[w].lists) {
-      for (int c = 0; c < k_classes; ++c) std::free(words[w].lists[c]);
-      delete[] words[w].lists;
-    }
-    text_garbage += words[w].length;
+    std::free(words[w].block);
+    if (words[w].length > word_entry::k_inline) text_garbage += words[w].length;
     words[w] = word_entry{};
     free_words.push_back(w);
     if (text_garbage > 4096 && text_garbage * 2 > text.size()) compact_text();
@@ -235,7 +283,7 @@ struct index::impl {
     std::string fresh;
     fresh.reserve(text.size() - text_garbage);
     for (auto& e : words) {
-      if (e.length == 0) continue;
+      if (e.length <= word_entry::k_inline) continue;
       const uint32_t at = static_cast<uint32_t>(fresh.size());
       fresh.append(text, e.text, e.length);
       e.text = at;
@@ -244,12 +292,8 @@ struct index::impl {
     text_garbage = 0;
   }
 
-  uint32_t*& list(uint32_t w, int cls) {
-    if (!words[w].lists) {
-      words[w].lists = new uint32_t*[k_classes];
-      std::fill_n(words[w].lists, k_classes, nullptr);
-    }
-    return words[w].lists[cls];
+  void append(uint32_t w, int cls, const uint32_t* entry) {
+    words[w].block = postings::append(words[w].block, cls, entry);
   }
 
   // ===== frequencies =====
@@ -321,8 +365,7 @@ struct index::impl {
       if (ws[i] != filed) entry[k++] = ws[i];
     }
     const int cls = static_cast<int>(n) - 1;
-    uint32_t*& l = list(filed, cls);
-    l = plist::append(l, stride_of(cls), entry);
+    append(filed, cls, entry);
     subs[id] = (static_cast<uint32_t>(cls) << 28) | filed;
   }
 
@@ -376,8 +419,7 @@ struct index::impl {
         slot = static_cast<uint32_t>(clauses.size());
         clauses.emplace_back();
       }
-      uint32_t*& l = list(gc.filed, k_general);
-      l = plist::append(l, 1, &slot);
+      append(gc.filed, k_general, &slot);
       clauses[slot] = std::move(gc);
       generals[g].clauses.push_back(slot);
     }
@@ -402,11 +444,11 @@ struct index::impl {
     subs[id] = k_absent;
     if (cls != k_general) {
       const size_t stride = stride_of(cls);
-      uint32_t*& l = words[ref].lists[cls];
-      const uint32_t i = plist::find(l, stride, id);
+      uint32_t* b = words[ref].block;
+      const uint32_t i = postings::find(b, cls, id);
       uint32_t others[k_max_plain_words];
-      std::memcpy(others, plist::entries(l) + size_t{i} * stride + 1, (stride - 1) * sizeof(uint32_t));
-      l = plist::erase(l, stride, i);
+      std::memcpy(others, postings::entries(b, cls) + size_t{i} * stride + 1, (stride - 1) * sizeof(uint32_t));
+      postings::erase(b, cls, i);
       for (size_t k = 0; k + 1 < stride; ++k) release(others[k]);
       release(ref);
       return;
@@ -414,8 +456,8 @@ struct index::impl {
     general_sub& gs = generals[ref];
     for (uint32_t slot : gs.clauses) {
       general_clause& gc = clauses[slot];
-      uint32_t*& l = words[gc.filed].lists[k_general];
-      l = plist::erase(l, 1, plist::find(l, 1, slot));
+      uint32_t* b = words[gc.filed].block;
+      postings::erase(b, k_general, postings::find(b, k_general, slot));
       release_clause_words(gc);
       gc = general_clause{};
       free_clauses.push_back(slot);
@@ -477,7 +519,12 @@ struct index::impl {
     return n;
   }
 
-  void prepare(const article& a, bool want_sequence) {
+  // match() counts the words of one article in k_sample (the counts only need to rank
+  // words; the sketch's cache misses are a third of the per-word cost); observe() counts
+  // every article it is given.
+  static constexpr uint32_t k_sample = 8;
+
+  void prepare(const article& a, bool want_sequence, bool counted) {
     ++stamp;
     distinct.clear();
     sequence.clear();
@@ -485,7 +532,7 @@ struct index::impl {
     const size_t title = a.title_words();
     for (size_t i = 0; i < n; ++i) {
       const uint64_t h = a.hash(i);
-      count(h);
+      if (counted) count(h);
       if (i == title && want_sequence) {
         sequence_title = sequence.size();
         sequence.push_back(k_none);
@@ -498,11 +545,17 @@ struct index::impl {
       if (!(word & m)) {
         word |= m;
         distinct.push_back(w);
+        // The postings are read after the whole article is looked up: start the miss now.
+        if (const uint32_t* b = words[w].block) {
+          __builtin_prefetch(b);
+          __builtin_prefetch(b + 16);
+          __builtin_prefetch(b + 32);
+        }
       }
       if (i < title) in_title[w >> 6] |= m;
     }
     if (want_sequence && title >= n) sequence_title = sequence.size();
-    decay();
+    if (counted) decay();
   }
 
   void finish_article() {
@@ -517,43 +570,46 @@ struct index::impl {
     out.where_.clear();
     out.segments_.clear();
     out.stats_ = {};
-    prepare(a, general_count != 0);
+    prepare(a, general_count != 0, stamp % k_sample == 0);
     out.stats_.article_words = a.size();
     out.stats_.vocabulary_hits = distinct.size();
     size_t n = 0;
     for (uint32_t w : distinct) {
-      uint32_t** lists = words[w].lists;
-      if (!lists) continue;
+      const uint32_t* b = words[w].block;
+      if (!b) continue;
       size_t need = 0;
-      for (int c = 0; c < k_classes; ++c) need += plist::size(lists[c]);
+      for (int c = 0; c < k_classes; ++c) need += postings::size(b, c);
       if (need == 0) continue;
       // resize(n) first: reserve() keeps only size() elements when it reallocates.
       out.ids_.resize(n);
       out.ids_.reserve(n + need);
       out.where_.resize(n);
       out.where_.reserve(n + need);
-      out.segments_.emplace_back(static_cast<uint32_t>(n), w);
+      out.segments_.push_back({static_cast<uint32_t>(n), w, postings::size(b, 0)});
       uint32_t* ids = out.ids_.data();
       uint32_t* where = out.where_.data();
       out.stats_.postings += need;
-      if (const uint32_t* l = lists[0]) {
+      out.stats_.candidates += need - postings::size(b, 0);
+      const uint32_t* e = b + postings::k_header;  // class 0's entries; the rest follow
+      if (const uint32_t count = postings::size(b, 0)) {
         // Single-word clauses match outright: one bulk copy.
-        const uint32_t count = plist::size(l);
-        std::memcpy(ids + n, plist::entries(l), count * sizeof(uint32_t));
-        for (uint32_t i = 0; i < count; ++i) where[n + i] = i;
+        // where[] stays unwritten for them: entry i is match segment.first + i.
+        std::memcpy(ids + n, e, count * sizeof(uint32_t));
         n += count;
       }
-      out.stats_.candidates += need - plist::size(lists[0]);
-      if (lists[1]) n = scan<1>(plist::entries(lists[1]), plist::size(lists[1]), ids, where, n);
-      if (lists[2]) n = scan<2>(plist::entries(lists[2]), plist::size(lists[2]), ids, where, n);
-      if (lists[3]) n = scan<3>(plist::entries(lists[3]), plist::size(lists[3]), ids, where, n);
-      if (lists[4]) n = scan<4>(plist::entries(lists[4]), plist::size(lists[4]), ids, where, n);
-      if (lists[5]) n = scan<5>(plist::entries(lists[5]), plist::size(lists[5]), ids, where, n);
-      if (lists[6]) n = scan<6>(plist::entries(lists[6]), plist::size(lists[6]), ids, where, n);
-      if (lists[7]) n = scan<7>(plist::entries(lists[7]), plist::size(lists[7]), ids, where, n);
-      if (const uint32_t* l = lists[k_general]) {
-        const uint32_t count = plist::size(l);
-        const uint32_t* e = plist::entries(l);
+      e += postings::capacity(b, 0);
+#define FEEDPLANE_SCAN(K)                                                \
+  if (const uint32_t count = postings::size(b, K)) n = scan<K>(e, count, ids, where, n); \
+  e += size_t{postings::capacity(b, K)} * (K + 1);
+      FEEDPLANE_SCAN(1)
+      FEEDPLANE_SCAN(2)
+      FEEDPLANE_SCAN(3)
+      FEEDPLANE_SCAN(4)
+      FEEDPLANE_SCAN(5)
+      FEEDPLANE_SCAN(6)
+      FEEDPLANE_SCAN(7)
+#undef FEEDPLANE_SCAN
+      if (const uint32_t count = postings::size(b, k_general)) {
         for (uint32_t i = 0; i < count; ++i) {
           const general_clause& gc = clauses[e[i]];
           general_sub& gs = generals[gc.owner];
@@ -575,14 +631,14 @@ struct index::impl {
   // frequent; trims slack. Returns entries examined; adds moves to *moved.
   size_t maintain_word(uint32_t w, size_t* moved) {
     size_t examined = 0;
-    if (!words[w].lists || words[w].length == 0) return 0;
+    if (!words[w].block || words[w].length == 0) return 0;
     const uint32_t fw = frequency_of_hash(words[w].hash);
     for (int cls = 0; cls < k_classes; ++cls) {
       const size_t stride = stride_of(cls);
       uint32_t i = 0;
-      while (i < plist::size(words[w].lists[cls])) {
+      while (i < postings::size(words[w].block, cls)) {
         ++examined;
-        uint32_t* e = plist::entries(words[w].lists[cls]) + size_t{i} * stride;
+        const uint32_t* e = postings::entries(words[w].block, cls) + size_t{i} * stride;
         uint32_t best = w;
         if (cls == k_general) {
           const general_clause& gc = clauses[e[0]];
@@ -606,28 +662,19 @@ struct index::impl {
           }
           subs[entry[0]] = (static_cast<uint32_t>(cls) << 28) | best;
         }
-        uint32_t*& to = list(best, cls);
-        to = plist::append(to, stride, entry);
-        uint32_t*& from = words[w].lists[cls];
-        from = plist::erase(from, stride, i);
+        append(best, cls, entry);
+        postings::erase(words[w].block, cls, i);
         ++*moved;
       }
-      uint32_t*& l = words[w].lists[cls];
-      if (l && plist::capacity(l) > plist::size(l) + plist::size(l) / 8 + 2) {
-        l = plist::reallocate(l, stride, plist::size(l));
-      }
     }
+    words[w].block = postings::trim(words[w].block);
     return examined;
   }
 };
 
 index::index(index_options options) : impl_(std::make_unique<impl>(std::move(options))) {}
 index::~index() {
-  for (auto& e : impl_->words) {
-    if (!e.lists) continue;
-    for (int c = 0; c < k_classes; ++c) std::free(e.lists[c]);
-    delete[] e.lists;
-  }
+  for (auto& e : impl_->words) std::free(e.block);
 }
 
 const query_parser& index::parser() const { return impl_->parser; }
@@ -669,19 +716,20 @@ bool index::contains(uint32_t id) const {
 void index::match(const article& a, match_result& out) { impl_->match(a, out); }
 
 void index::observe(const article& a) {
-  impl_->prepare(a, false);
+  impl_->prepare(a, false, true);
   impl_->finish_article();
 }
 
 void index::matched_words(const match_result& r, size_t k, std::vector<std::string_view>& out) const {
   const auto& m = *impl_;
   out.clear();
-  auto seg = std::upper_bound(r.segments_.begin(), r.segments_.end(), static_cast<uint32_t>(k),
-                              [](uint32_t v, const auto& s) { return v < s.first; });
-  const uint32_t w = std::prev(seg)->second;
-  const int cls = static_cast<int>(r.where_[k] >> 28);
-  const uint32_t i = r.where_[k] & k_word_mask;
-  const uint32_t* e = plist::entries(m.words[w].lists[cls]);
+  auto seg = std::prev(std::upper_bound(r.segments_.begin(), r.segments_.end(), static_cast<uint32_t>(k),
+                                        [](uint32_t v, const auto& s) { return v < s.first; }));
+  const uint32_t w = seg->word;
+  const bool single = k - seg->first < seg->class0;
+  const int cls = single ? 0 : static_cast<int>(r.where_[k] >> 28);
+  const uint32_t i = single ? static_cast<uint32_t>(k - seg->first) : r.where_[k] & k_word_mask;
+  const uint32_t* e = postings::entries(m.words[w].block, cls);
   if (cls == k_general) {
     const general_clause& gc = m.clauses[e[i]];
     for (uint32_t x : gc.must) {
@@ -716,11 +764,7 @@ size_t index::vocabulary_size() const { return impl_->words.size() - impl_->free
 index::memory index::memory_usage() const {
   const auto& m = *impl_;
   memory r;
-  for (const auto& e : m.words) {
-    if (!e.lists) continue;
-    r.postings += k_classes * sizeof(uint32_t*);
-    for (int c = 0; c < k_classes; ++c) r.postings += plist::bytes(e.lists[c], stride_of(c));
-  }
+  for (const auto& e : m.words) r.postings += postings::words(e.block) * sizeof(uint32_t);
   r.vocabulary = m.slots.capacity() * sizeof(uint64_t) + m.words.capacity() * sizeof(word_entry) +
                  m.text.capacity() + m.free_words.capacity() * sizeof(uint32_t) +
                  (m.present.capacity() + m.in_title.capacity()) * sizeof(uint64_t);

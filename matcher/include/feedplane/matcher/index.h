@@ -14,8 +14,9 @@
 // number of subscriptions, and the bitmap is cleared by the same word list that set it.
 //
 // Rarest word. The index counts how often words occur in the articles it sees (a
-// two-row count-min sketch of 16-bit counters, halved slice by slice so it follows drift)
-// and files each clause under the word with the lowest count. maintain() re-files
+// two-row count-min sketch of 16-bit counters, halved slice by slice so it follows drift;
+// match() samples one article in eight, observe() counts every one) and files each clause
+// under the word with the lowest count. maintain() re-files
 // clauses whose counts have drifted, a bounded slice at a time.
 //
 // Mutation while matching. One thread owns an index (the shard that owns the
@@ -58,8 +59,15 @@ class match_result {
  private:
   friend class index;
   raw_buffer<uint32_t> ids_;
-  raw_buffer<uint32_t> where_;  // per match: class << 28 | entry index in its array
-  std::vector<std::pair<uint32_t, uint32_t>> segments_;  // (first match, filing word)
+  raw_buffer<uint32_t> where_;  // per match of class >= 1: class << 28 | entry index
+  // Per filing word read: its first match and how many of its class-0 entries (all of
+  // which match) come first, in entry order; later matches have where_.
+  struct segment {
+    uint32_t first;
+    uint32_t word;
+    uint32_t class0;
+  };
+  std::vector<segment> segments_;
   counters stats_;
 };
 

@@ -1,0 +1,372 @@
+// Matcher benchmarks on Cobra's workload (bench/workload): match time per article against
+// 10k..10M subscriptions at 61, 250, 637 and 2000 words (Figure 10's axes), with the
+// plain-counting peer (Fabret's basic algorithm) and, at small sizes, the naive matcher in
+// the same run; index bytes per subscription; inserts per second; the longest stall a
+// mutation or maintenance step causes; tokenizer bytes/s, Highway against scalar.
+//
+// Every matcher's output is checked against the others before timing. Times are per
+// article from a pool of pre-tokenised articles (tokenising is measured separately: an
+// article is tokenised once and matched on every shard).
+//
+//   build/bench/matcher_bench                       # everything up to 1M
+//   FEEDPLANE_BENCH_10M=1 build/bench/matcher_bench # adds 10M subscriptions
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "feedplane/matcher/article.h"
+#include "feedplane/matcher/index.h"
+#include "feedplane/matcher/naive.h"
+#include "feedplane/matcher/text.h"
+#include "feedplane/workload/workload.h"
+
+namespace fm = feedplane::matcher;
+namespace fw = feedplane::workload;
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+double ns_since(clock_type::time_point t0) {
+  return std::chrono::duration<double, std::nano>(clock_type::now() - t0).count();
+}
+
+// Per-sample times are this thread's CPU time, not wall time: the machine is shared with
+// other work, and a descheduled thread's wall time says nothing about the matcher. The
+// clock read costs about 0.1 us (a system call), included in every sample.
+double thread_cpu_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
+}
+
+const fw::generator& gen() {
+  static const fw::generator g(fw::vocabulary::english());
+  return g;
+}
+
+constexpr size_t k_warmup_articles = 20000;
+
+// Articles the index has "crawled" before subscriptions arrive, so that filing words are
+// chosen from real frequencies.
+void warm(fm::index& idx) {
+  fw::rng r(1);
+  fm::article a;
+  for (size_t i = 0; i < k_warmup_articles; ++i) {
+    a.assign_text(gen().title(r), gen().text(r, gen().article_length(r)));
+    idx.observe(a);
+  }
+}
+
+struct world {
+  size_t n = 0;
+  fm::index idx;
+  fm::counting_matcher counting;
+  std::unique_ptr<fm::naive_matcher> naive;  // small sizes only
+  double build_seconds = 0;
+};
+
+constexpr size_t k_naive_limit = 100000;
+
+// One world at a time: the benchmarks run in order of size, and 10M subscriptions twice
+// (index and peer) need the memory to themselves.
+world& get_world(size_t n) {
+  static std::unique_ptr<world> w;
+  if (w && w->n == n) return *w;
+  w.reset();
+  w = std::make_unique<world>();
+  w->n = n;
+  warm(w->idx);
+  if (n <= k_naive_limit) w->naive = std::make_unique<fm::naive_matcher>();
+  fw::rng r(2);
+  fm::query_parser parser;
+  fm::parsed_query q;
+  double index_ns = 0;
+  for (uint32_t id = 0; id < n; ++id) {
+    if (!parser.parse(gen().subscription(r), q).empty()) std::abort();
+    const auto t0 = clock_type::now();
+    w->idx.add(id, q);
+    index_ns += ns_since(t0);
+    if (!w->counting.add(id, q)) std::abort();
+    if (w->naive) w->naive->add(id, q);
+  }
+  w->build_seconds = index_ns / 1e9;
+  return *w;
+}
+
+std::vector<fm::article>& articles(size_t words) {
+  static std::map<size_t, std::vector<fm::article>> pools;
+  auto& pool = pools[words];
+  if (pool.empty()) {
+    fw::rng r(100 + words);
+    pool.resize(words >= 2000 ? 64 : 256);
+    for (auto& a : pool) a.assign_text(gen().title(r), gen().text(r, words - 8));
+  }
+  return pool;
+}
+
+struct percentiles {
+  double median, p90, p99;
+};
+
+percentiles summarize(std::vector<double>& ns) {
+  std::sort(ns.begin(), ns.end());
+  auto at = [&](double q) { return ns[std::min(ns.size() - 1, static_cast<size_t>(q * static_cast<double>(ns.size())))]; };
+  return {at(0.5), at(0.9), at(0.99)};
+}
+
+void check_same(world& w, const std::vector<fm::article>& pool) {
+  fm::match_result r;
+  std::vector<uint32_t> a, b, c;
+  for (size_t i = 0; i < std::min<size_t>(pool.size(), 16); ++i) {
+    w.idx.match(pool[i], r);
+    a.assign(r.ids().begin(), r.ids().end());
+    std::sort(a.begin(), a.end());
+    w.counting.match(pool[i], b);
+    std::sort(b.begin(), b.end());
+    if (a != b) {
+      std::fprintf(stderr, "index and plain counting disagree\n");
+      std::abort();
+    }
+    if (w.naive) {
+      w.naive->match(pool[i], c);
+      if (a != c) {
+        std::fprintf(stderr, "index and naive disagree\n");
+        std::abort();
+      }
+    }
+  }
+}
+
+void report(benchmark::State& state, std::vector<double>& ns) {
+  const auto p = summarize(ns);
+  state.counters["median_us"] = p.median / 1e3;
+  state.counters["p90_us"] = p.p90 / 1e3;
+  state.counters["p99_us"] = p.p99 / 1e3;
+}
+
+// ---- match time: index, plain counting, naive (which = 0, 1, 2) ----
+
+void BM_match(benchmark::State& state, size_t n, size_t words, int which) {
+  world& w = get_world(n);
+  auto& pool = articles(words);
+  check_same(w, pool);
+  fm::match_result r;
+  std::vector<uint32_t> out;
+  std::vector<double> ns;
+  size_t i = 0, matches = 0, postings = 0, candidates = 0;
+  for (auto _ : state) {
+    const double t0 = thread_cpu_ns();
+    if (which == 0) {
+      w.idx.match(pool[i], r);
+    } else if (which == 1) {
+      w.counting.match(pool[i], out);
+    } else {
+      w.naive->match(pool[i], out);
+    }
+    ns.push_back(thread_cpu_ns() - t0);
+    if (which == 0) {
+      matches += r.ids().size();
+      postings += r.stats().postings;
+      candidates += r.stats().candidates;
+    } else {
+      matches += out.size();
+      if (which == 1) postings += w.counting.last_postings();
+    }
+    i = (i + 1) % pool.size();
+  }
+  report(state, ns);
+  const double k = static_cast<double>(ns.size());
+  state.counters["matches"] = static_cast<double>(matches) / k;
+  if (which != 2) state.counters["postings"] = static_cast<double>(postings) / k;
+  if (which == 0) {
+    state.counters["candidates"] = static_cast<double>(candidates) / k;
+    const auto mem = w.idx.memory_usage();
+    state.counters["B_per_sub"] = static_cast<double>(mem.total() - mem.frequency_sketch) / static_cast<double>(n);
+    state.counters["build_s"] = w.build_seconds;
+  } else if (which == 1) {
+    state.counters["B_per_sub"] = static_cast<double>(w.counting.memory_bytes()) / static_cast<double>(n);
+  }
+}
+
+size_t max_subscriptions() { return std::getenv("FEEDPLANE_BENCH_10M") ? 10000000 : 1000000; }
+
+// ---- inserts per second ----
+
+void BM_insert(benchmark::State& state) {
+  const size_t n = static_cast<size_t>(state.range(0));
+  const bool parsed = state.range(1) != 0;
+  fw::rng r(3);
+  std::vector<std::string> text(n);
+  for (auto& s : text) s = gen().subscription(r);
+  std::vector<fm::parsed_query> queries;
+  fm::query_parser parser;
+  if (parsed) {
+    queries.resize(n);
+    for (size_t i = 0; i < n; ++i) parser.parse(text[i], queries[i]);
+  }
+  for (auto _ : state) {
+    state.PauseTiming();
+    auto idx = std::make_unique<fm::index>();
+    warm(*idx);
+    state.ResumeTiming();
+    for (uint32_t id = 0; id < n; ++id) {
+      if (parsed) {
+        idx->add(id, queries[id]);
+      } else {
+        idx->add(id, text[id]);
+      }
+    }
+    state.PauseTiming();
+    idx.reset();
+    state.ResumeTiming();
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * n));
+}
+
+// ---- stalls: mutations and maintenance interleaved with matching at n subscriptions ----
+
+void BM_mutation_stall(benchmark::State& state, size_t n) {
+  world& w = get_world(n);
+  auto& pool = articles(61);
+  fw::rng r(4);
+  fm::query_parser parser;
+  fm::parsed_query q;
+  fm::match_result res;
+  std::vector<double> add_ns, remove_ns, maintain_ns, match_ns;
+  uint32_t next_id = static_cast<uint32_t>(n);
+  size_t i = 0;
+  for (auto _ : state) {
+    double t0 = thread_cpu_ns();
+    w.idx.match(pool[i], res);
+    match_ns.push_back(thread_cpu_ns() - t0);
+    i = (i + 1) % pool.size();
+    for (int m = 0; m < 20; ++m) {
+      // Replace a random subscription's query (remove + add under a fresh id).
+      parser.parse(gen().subscription(r), q);
+      const auto victim = static_cast<uint32_t>(r.below(next_id));
+      t0 = thread_cpu_ns();
+      const bool removed = w.idx.remove(victim);
+      if (removed) remove_ns.push_back(thread_cpu_ns() - t0);
+      t0 = thread_cpu_ns();
+      w.idx.add(next_id++, q);
+      add_ns.push_back(thread_cpu_ns() - t0);
+    }
+    t0 = thread_cpu_ns();
+    w.idx.maintain(4096);
+    maintain_ns.push_back(thread_cpu_ns() - t0);
+  }
+  auto max_of = [](const std::vector<double>& v) { return v.empty() ? 0 : *std::max_element(v.begin(), v.end()); };
+  state.counters["add_max_us"] = max_of(add_ns) / 1e3;
+  state.counters["remove_max_us"] = max_of(remove_ns) / 1e3;
+  state.counters["maintain4096_max_us"] = max_of(maintain_ns) / 1e3;
+  state.counters["add_median_us"] = summarize(add_ns).median / 1e3;
+  state.counters["remove_median_us"] = summarize(remove_ns).median / 1e3;
+  state.counters["match_median_us"] = summarize(match_ns).median / 1e3;
+  // The world's index changed: drop it so later benchmarks rebuild the exact workload.
+  w.n = 0;
+}
+
+// ---- tokenizer ----
+
+const std::string& ascii_text() {
+  static const std::string s = [] {
+    fw::rng r(9);
+    std::string t;
+    while (t.size() < (1u << 20)) t += gen().text(r, 1000) + "\n";
+    return t;
+  }();
+  return s;
+}
+
+void BM_tokenize(benchmark::State& state) {
+  const std::string& s = ascii_text();
+  fm::token_buffer simd, scalar;
+  fm::tokenize(s, simd);
+  fm::tokenize_scalar(s, scalar);
+  if (simd.size() != scalar.size()) std::abort();
+  fm::token_buffer t;
+  const bool use_simd = state.range(0) != 0;
+  for (auto _ : state) {
+    t.clear();
+    if (use_simd) {
+      fm::tokenize(s, t);
+    } else {
+      fm::tokenize_scalar(s, t);
+    }
+    benchmark::DoNotOptimize(t.size());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * s.size()));
+  state.SetLabel(use_simd ? std::string("highway ") + fm::tokenizer_target() : "scalar table");
+}
+
+void BM_scan_kernel(benchmark::State& state) {
+  const std::string& s = ascii_text();
+  const auto* in = reinterpret_cast<const uint8_t*>(s.data());
+  std::vector<uint8_t> lower(s.size());
+  std::vector<uint32_t> bounds(s.size() + 1 + fm::detail::kBoundsSlack);
+  const bool use_simd = state.range(0) != 0;
+  unsigned flags;
+  for (auto _ : state) {
+    const size_t n = use_simd ? fm::detail::scan_words_simd(in, s.size(), lower.data(), bounds.data(), &flags)
+                              : fm::detail::scan_words_scalar(in, s.size(), lower.data(), bounds.data(), &flags);
+    benchmark::DoNotOptimize(n);
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * s.size()));
+  state.SetLabel(use_simd ? std::string("highway ") + fm::tokenizer_target() : "scalar table");
+}
+
+void BM_prepare_article(benchmark::State& state) {
+  const size_t words = static_cast<size_t>(state.range(0));
+  fw::rng r(10);
+  const std::string title = gen().title(r), content = gen().text(r, words - 8);
+  fm::article a;
+  for (auto _ : state) {
+    a.assign_html(title, content);
+    benchmark::DoNotOptimize(a.size());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * (title.size() + content.size())));
+}
+
+}  // namespace
+
+BENCHMARK(BM_scan_kernel)->Arg(0)->Arg(1);
+BENCHMARK(BM_tokenize)->Arg(0)->Arg(1);
+BENCHMARK(BM_prepare_article)->Arg(61)->Arg(2000);
+BENCHMARK(BM_insert)->Args({1000000, 0})->Args({1000000, 1})->Iterations(2)->Unit(benchmark::kMillisecond);
+
+int main(int argc, char** argv) {
+  std::printf("tokenizer target: %s\n", fm::tokenizer_target());
+  // Registered in order of size, so each world of subscriptions is built once.
+  static const char* const k_names[] = {"index", "counting", "naive"};
+  for (size_t n : {10000, 100000, 1000000, 10000000}) {
+    if (n > max_subscriptions()) continue;
+    for (size_t words : {61, 250, 637, 2000}) {
+      for (int which = 0; which < 3; ++which) {
+        if (which == 2 && n > k_naive_limit) continue;
+        const std::string name = std::string("match/") + k_names[which] + "/subs:" + std::to_string(n) +
+                                 "/words:" + std::to_string(words);
+        auto* b = benchmark::RegisterBenchmark(name.c_str(), BM_match, n, words, which);
+        b->Unit(benchmark::kMicrosecond);
+        if (which == 2 && n >= 100000) b->Iterations(words >= 637 ? 10 : 50);
+      }
+    }
+    if (n == 1000000) {
+      benchmark::RegisterBenchmark("mutation_stall/subs:1000000", BM_mutation_stall, n)
+          ->Iterations(2000)
+          ->Unit(benchmark::kMicrosecond);
+    }
+  }
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
