@@ -40,10 +40,9 @@ std::string json_string(std::string_view s) {
         out += "\\t";
         break;
       default:
-        if (c < 0x20 || c == 0x7f) {
-          out += fmt::format("\\u{:04x}", c);
-        } else if (c >= 0x80) {
-          // Header bytes are not guaranteed UTF-8: keep valid JSON by escaping as Latin-1.
+        // Controls, and bytes >= 0x80 (header bytes are not guaranteed UTF-8): escaped as
+        // Latin-1 code points so the output is always valid JSON.
+        if (c < 0x20 || c >= 0x7f) {
           out += fmt::format("\\u{:04x}", c);
         } else {
           out.push_back(ch);

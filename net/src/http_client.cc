@@ -15,7 +15,7 @@
 namespace feedplane::net {
 
 namespace {
-constexpr size_t k_recv_buf = 16 * 1024;  // one TLS record
+constexpr size_t k_recv_buf = size_t{16} * 1024;  // one TLS record
 constexpr uint32_t k_max_stale_retries = 2;
 
 bool is_redirect(int s) { return s == 301 || s == 302 || s == 303 || s == 307 || s == 308; }

@@ -410,15 +410,15 @@ response_parser::status response_parser::feed_chunked(const char* data, size_t n
         return fail(fetch_error::bad_chunk_size);
       }
       case chunk_state::ext:
+        if (c == '\n') {
+          cstate_ = chunk_state::size_lf;  // handled in size_lf without consuming
+          break;
+        }
         if (c == '\r') {
           cstate_ = chunk_state::size_lf;
-        } else if (c == '\n') {
-          cstate_ = chunk_state::size_lf;
-          break;
-        } else if (++chunk_line_len_ > k_max_chunk_line) {
-          return fail(fetch_error::bad_chunk_size);
-        } else if (static_cast<unsigned char>(c) < 0x20 && c != '\t') {
-          return fail(fetch_error::bad_chunk_size);
+        } else if (++chunk_line_len_ > k_max_chunk_line ||
+                   (static_cast<unsigned char>(c) < 0x20 && c != '\t')) {
+          return fail(fetch_error::bad_chunk_size);  // over-long or control bytes in extensions
         }
         ++i;
         break;

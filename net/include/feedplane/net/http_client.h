@@ -29,9 +29,9 @@
 namespace feedplane::net {
 
 struct client_options {
-  uint32_t connect_timeout_ms = 5'000;  // TCP connect + TLS handshake
-  uint32_t total_timeout_ms = 5'000;    // whole fetch, redirects included
-  uint64_t max_body = 8 * 1024 * 1024;  // wire body and decoded body
+  uint32_t connect_timeout_ms = 5'000;            // TCP connect + TLS handshake
+  uint32_t total_timeout_ms = 5'000;              // whole fetch, redirects included
+  uint64_t max_body = uint64_t{8} * 1024 * 1024;  // wire body and decoded body
   uint32_t max_redirects = 5;
   uint32_t per_host_connections = 2;  // concurrent connections per scheme+host+port
   uint32_t idle_timeout_ms = 30'000;  // an idle pooled connection is closed after this

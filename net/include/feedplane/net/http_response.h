@@ -19,7 +19,7 @@ namespace feedplane::net {
 struct response_limits {
   uint32_t max_header_bytes = 64 * 1024;  // status line + headers (+ interim responses, trailers)
   uint32_t max_headers = 100;
-  uint64_t max_body = 8 * 1024 * 1024;  // body bytes after de-chunking, before decoding
+  uint64_t max_body = uint64_t{8} * 1024 * 1024;  // body bytes after de-chunking, before decoding
 };
 
 struct http_header {
