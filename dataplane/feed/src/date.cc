@@ -12,7 +12,8 @@ bool is_digit(char c) { return c >= '0' && c <= '9'; }
 bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; }
 
-bool ieq(std::string_view a, std::string_view b) {
+// Inlined: the name tables below call it in loops, where the size test rejects at once.
+[[gnu::always_inline]] inline bool ieq(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i)
     if (lower(a[i]) != lower(b[i])) return false;
@@ -59,11 +60,11 @@ bool to_epoch(fields f, int64_t* out) {
 }
 
 int month_from_name(std::string_view w) {
-  static constexpr const char* names[] = {"jan", "feb", "mar", "apr", "may", "jun",
-                                          "jul", "aug", "sep", "oct", "nov", "dec"};
-  static constexpr const char* full[] = {"january",   "february", "march",    "april",
-                                         "may",       "june",     "july",     "august",
-                                         "september", "october",  "november", "december"};
+  static constexpr std::string_view names[] = {"jan", "feb", "mar", "apr", "may", "jun",
+                                               "jul", "aug", "sep", "oct", "nov", "dec"};
+  static constexpr std::string_view full[] = {"january",   "february", "march",    "april",
+                                              "may",       "june",     "july",     "august",
+                                              "september", "october",  "november", "december"};
   for (int i = 0; i < 12; ++i) {
     if (ieq(w, names[i]) || ieq(w, full[i])) return i + 1;
   }
@@ -72,9 +73,9 @@ int month_from_name(std::string_view w) {
 }
 
 bool is_day_name(std::string_view w) {
-  static constexpr const char* names[] = {"mon", "tue", "wed", "thu", "fri", "sat", "sun"};
-  static constexpr const char* full[] = {"monday", "tuesday",  "wednesday", "thursday",
-                                         "friday", "saturday", "sunday"};
+  static constexpr std::string_view names[] = {"mon", "tue", "wed", "thu", "fri", "sat", "sun"};
+  static constexpr std::string_view full[] = {"monday", "tuesday",  "wednesday", "thursday",
+                                              "friday", "saturday", "sunday"};
   for (int i = 0; i < 7; ++i)
     if (ieq(w, names[i]) || ieq(w, full[i])) return true;
   return ieq(w, "tues") || ieq(w, "thur") || ieq(w, "thurs") || ieq(w, "weds");
@@ -83,7 +84,7 @@ bool is_day_name(std::string_view w) {
 // Zone abbreviations seen in feeds (RFC 822's plus common ones); *off in seconds.
 bool zone_from_name(std::string_view w, int* off) {
   struct zone {
-    const char* name;
+    std::string_view name;
     int hours_x100;
   };
   static constexpr zone zones[] = {
