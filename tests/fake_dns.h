@@ -15,7 +15,8 @@
 namespace feedplane::test {
 
 // Answers: feed.test -> 192.0.2.7 + 2001:db8::7 (TTL 300); v6only.test -> AAAA only;
-// loop.test -> 127.0.0.1 (A only); slow.test -> silence; anything else -> NXDOMAIN.
+// loop.test -> 127.0.0.1 (A only); loop6.test -> ::1 (AAAA only); slow.test -> silence; anything
+// else -> NXDOMAIN.
 class fake_dns {
  public:
   fake_dns() {
@@ -81,8 +82,12 @@ class fake_dns {
       inet_pton(AF_INET6, "2001:db8::7", v6);
       if (name == "feed.test" && qtype == 1) add(1, v4, 4);
       if (name == "loop.test" && qtype == 1) add(1, lo4, 4);
+      uint8_t lo6[16] = {};
+      lo6[15] = 1;
+      if (name == "loop6.test" && qtype == 28) add(28, lo6, 16);
       if ((name == "feed.test" || name == "v6only.test") && qtype == 28) add(28, v6, 16);
-      if (name != "feed.test" && name != "v6only.test" && name != "loop.test")
+      if (name != "feed.test" && name != "v6only.test" && name != "loop.test" &&
+          name != "loop6.test")
         out[3] = static_cast<char>(0x83);
       out[7] = static_cast<char>(answers);
       sendto(fd_, out.data(), out.size(), 0, reinterpret_cast<sockaddr*>(&from), fl);

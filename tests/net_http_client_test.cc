@@ -352,18 +352,29 @@ namespace {
 // `script(fd)`. Runs on its own thread; stopped and joined by the destructor.
 class raw_server {
  public:
-  explicit raw_server(std::function<void(int)> script) : script_(std::move(script)) {
-    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  explicit raw_server(std::function<void(int)> script, bool v6 = false)
+      : script_(std::move(script)), v6_(v6) {
+    fd_ = socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     int one = 1;
     setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    sockaddr_storage ss{};
+    socklen_t len;
+    if (v6) {
+      auto* a6 = reinterpret_cast<sockaddr_in6*>(&ss);
+      a6->sin6_family = AF_INET6;
+      a6->sin6_addr = in6addr_loopback;
+      len = sizeof *a6;
+    } else {
+      auto* a = reinterpret_cast<sockaddr_in*>(&ss);
+      a->sin_family = AF_INET;
+      a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      len = sizeof *a;
+    }
+    bind(fd_, reinterpret_cast<sockaddr*>(&ss), len);
     listen(fd_, 16);
-    socklen_t len = sizeof a;
-    getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
+    getsockname(fd_, reinterpret_cast<sockaddr*>(&ss), &len);
+    port_ = ntohs(v6 ? reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port
+                     : reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
     thread_ = std::thread([this] { run(); });
   }
   ~raw_server() {
@@ -373,7 +384,7 @@ class raw_server {
     close(fd_);
   }
   std::string url(const std::string& path = "/") const {
-    return "http://127.0.0.1:" + std::to_string(port_) + path;
+    return std::string(v6_ ? "http://[::1]:" : "http://127.0.0.1:") + std::to_string(port_) + path;
   }
   bool stopping() const { return stop_; }
 
@@ -394,6 +405,7 @@ class raw_server {
     }
   }
   std::function<void(int)> script_;
+  bool v6_ = false;
   int fd_ = -1;
   uint16_t port_ = 0;
   std::atomic<bool> stop_{false};
@@ -557,4 +569,24 @@ TEST(HttpClientRaw, TlsHandshakeTimeout) {
   auto r = h.get(u);
   EXPECT_EQ(r.error, fetch_error::tls_handshake_timeout) << fetch_error_name(r.error);
   release = true;
+}
+
+TEST(HttpClientRaw, Ipv6LiteralAndAaaaOnlyName) {
+  feedplane::test::fake_dns dns;
+  raw_server s(
+      [](int fd) {
+        send_all(fd, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nv6");
+      },
+      /*v6=*/true);
+  client_options o;
+  o.dns.servers = "127.0.0.1:" + std::to_string(dns.port());
+  o.dns.use_hosts_file = false;
+  harness h(o);
+  auto r = h.get(s.url());
+  EXPECT_OK(r);
+  EXPECT_EQ(r.body, "v6");
+  std::string port = s.url().substr(s.url().rfind(':'));
+  auto r2 = h.get("http://loop6.test" + port);
+  EXPECT_OK(r2);
+  EXPECT_EQ(r2.body, "v6");
 }
