@@ -315,6 +315,28 @@ TEST(http_server, request_body_content_length_and_chunked_split_across_writes) {
   close(fd);
 }
 
+TEST(http_server, expect_100_continue) {
+  server_thread s;
+  int fd = dial(s.port());
+  send_all(fd,
+           "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n");
+  char buf[64];
+  std::string got;
+  while (got.find("\r\n\r\n") == std::string::npos) {
+    ssize_t n = recv(fd, buf, sizeof(buf), 0);
+    ASSERT_GT(n, 0);
+    got.append(buf, size_t(n));
+  }
+  EXPECT_EQ(got, "HTTP/1.1 100 Continue\r\n\r\n");
+  send_all(fd, "hello");
+  reader rd(fd);
+  response r;
+  ASSERT_TRUE(rd.next(&r));
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "hello");
+  close(fd);
+}
+
 TEST(http_server, malformed_requests_get_their_status_and_a_closed_socket) {
   server_thread s;
   struct c {

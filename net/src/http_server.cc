@@ -143,7 +143,8 @@ struct http_server::connection {
   bool closing = false;    // no more requests: send what is queued, then linger
   bool lingering = false;  // write side shut, draining input until EOF or linger_ms
   bool peer_closed = false;
-  bool paused = false;  // output above high water: recv cancelled, input kept in `in`
+  bool paused = false;         // output above high water: recv cancelled, input kept in `in`
+  bool continue_sent = false;  // "100 Continue" already sent for the current request
   enum class tmode : uint8_t { none, idle, request, send, linger } tm = tmode::none;
   op_id recv_op;
   size_t send_off = 0;
@@ -271,12 +272,22 @@ struct http_server::connection {
     // Pipelined requests are answered in one pass and leave in one send.
     while (pos < buf.size() && !closing && !paused) {
       parse_status st = parser.parse(buf.substr(pos), srv->req_);
-      if (st == parse_status::incomplete) break;
+      if (st == parse_status::incomplete) {
+        // RFC 9110 10.1.1: the client waits for 100 before sending the body.
+        if (parser.head_done() && srv->req_.expect_continue && !continue_sent &&
+            srv->req_.version_minor >= 1) {
+          continue_sent = true;
+          if (out.capacity() < 64) srv->take_buffer(out);
+          out.append("HTTP/1.1 100 Continue\r\n\r\n");
+        }
+        break;
+      }
       if (st == parse_status::error) {
         srv->write_error(*this, parser.error_status(), parser.error_reason());
         return buf.size();
       }
       pos += parser.consumed();
+      continue_sent = false;
       srv->handle(*this, srv->req_);
       parser.reset();
       tm = tm == tmode::request ? tmode::none : tm;
@@ -503,7 +514,7 @@ http_server::connection* http_server::alloc_connection() {
   k->srv = this;
   k->in_use = true;
   k->dead = k->recv_armed = k->send_inflight = k->closing = k->lingering = false;
-  k->peer_closed = k->paused = false;
+  k->peer_closed = k->paused = k->continue_sent = false;
   k->tm = connection::tmode::none;
   k->send_off = 0;
   k->parser = request_parser(opt_.limits);

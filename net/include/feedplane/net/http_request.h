@@ -71,6 +71,8 @@ class request_parser {
   size_t consumed() const { return consumed_; }
   int error_status() const { return error_status_; }
   const char* error_reason() const { return error_reason_; }
+  // True once the head of the current request parsed and only its body is missing.
+  bool head_done() const { return head_end_ != 0 && error_status_ == 0; }
   // True once any byte of the current request has been seen (header timer running).
   bool started() const { return started_; }
   // Prepares for the next request on the same connection.

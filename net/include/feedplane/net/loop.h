@@ -25,7 +25,8 @@
 //
 // Timers: a `timer` is intrusive (owned by the caller, no allocation), armed with
 // loop.arm(t, ms) and disarmed with loop.disarm(t); the loop keeps them in a hashed wheel
-// of 1 ms ticks and bounds its wait by the next non-empty slot.
+// of 1 ms ticks and bounds its wait by the next non-empty slot. Timers that are due in the
+// same turn fire in deadline order (ties in the order they were armed).
 //
 // Cross-shard wake: src.wake(dst) (called on src's thread) makes dst run its wake
 // handler (set_wake_handler) soon; wakes may coalesce. It uses IORING_OP_MSG_RING when the
