@@ -194,3 +194,29 @@ TEST(Dns, BadServerListIsAnError) {
   EXPECT_FALSE(dns_resolver::create(o, &err));
   EXPECT_NE(err.find("not an address"), std::string::npos);
 }
+
+TEST(Dns, CallbackMayCancelALaterWaiterOfTheSameQuery) {
+  fake_dns server;
+  driver d;
+  auto r = make(server, d);
+  struct canceller {
+    dns_resolver* r;
+    uint64_t victim = 0;
+    int calls = 0;
+    static void done(void* ctx, fetch_error, const std::vector<ip_address>&) {
+      auto* c = static_cast<canceller*>(ctx);
+      ++c->calls;
+      c->r->cancel(c->victim);
+    }
+  } first{r.get()};
+  result second;
+  uint64_t id1, id2;
+  fetch_error e;
+  std::vector<ip_address> out;
+  ASSERT_FALSE(r->resolve("feed.test", &canceller::done, &first, &id1, &e, &out));
+  ASSERT_FALSE(r->resolve("feed.test", &result::done, &second, &id2, &e, &out));
+  first.victim = id2;
+  d.run(*r);
+  EXPECT_EQ(first.calls, 1);
+  EXPECT_EQ(second.calls, 0);
+}

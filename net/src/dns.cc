@@ -162,6 +162,9 @@ bool dns_resolver::resolve(const std::string& host, done_fn done, void* ctx, uin
 }
 
 void dns_resolver::cancel(uint64_t id) {
+  if (delivering_ != nullptr)
+    for (auto& x : delivering_->waiters)
+      if (x.id == id) x.fn = nullptr;
   for (auto& [host, q] : pending_) {
     auto& w = q->waiters;
     for (auto& x : w)
@@ -212,8 +215,15 @@ void dns_resolver::on_addrinfo(void* arg, int status, int /*timeouts*/, ::ares_a
     self->sync_addrs_ = std::move(addrs);
     return;
   }
-  for (auto& w : owned->waiters)
+  // A callback may cancel a later waiter of this same query (its owner gave up): cancel()
+  // looks in delivering_ too, and each waiter's fn is read just before its call.
+  pending_query* outer = self->delivering_;
+  self->delivering_ = owned.get();
+  for (size_t i = 0; i < owned->waiters.size(); ++i) {
+    waiter w = owned->waiters[i];
     if (w.fn != nullptr) w.fn(w.ctx, e, addrs);
+  }
+  self->delivering_ = outer;
 }
 
 void dns_resolver::process_fd(int fd, bool readable, bool writable) {

@@ -333,6 +333,7 @@ void http_client::assign(conn* c, txn* t) {
 
 void http_client::on_dns(void* ctx, fetch_error e, const std::vector<ip_address>& addrs) {
   auto* c = static_cast<conn*>(ctx);
+  if (c->st != conn::state::resolving) return;  // closed meanwhile (cancel() also guards)
   c->dns_id = 0;
   if (e != fetch_error::ok) {
     c->client->conn_failed(c, e, c->pool ? c->pool->host : std::string());

@@ -109,6 +109,7 @@ class dns_resolver {
   std::unordered_map<std::string, cache_entry> cache_;
   // A query answered inside ares_getaddrinfo (see resolve()).
   pending_query* starting_ = nullptr;
+  pending_query* delivering_ = nullptr;  // the query whose callbacks are running
   bool sync_done_ = false;
   fetch_error sync_error_ = fetch_error::ok;
   std::vector<ip_address> sync_addrs_;
