@@ -14,6 +14,16 @@ trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; [ -f "$tmp/error.log" ] && tail -5 "$tmp/error.log" >&2; exit 1; }
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+tls_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+# A CA and a server certificate for localhost, made with the openssl CLI.
+(cd "$tmp" &&
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key -out ca.pem \
+    -days 2 -subj /CN=feedplane-e2e-ca 2>/dev/null &&
+  openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout leaf.key -out leaf.csr \
+    -subj /CN=localhost 2>/dev/null &&
+  printf 'subjectAltName=DNS:localhost\n' >ext.cnf &&
+  openssl x509 -req -in leaf.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out leaf.pem -days 2 \
+    -extfile ext.cnf 2>/dev/null) || fail "openssl could not make the test certificates"
 mkdir -p "$tmp/www" "$tmp/t"
 python3 -c 'import sys; sys.stdout.write(("<rss><channel>" + "<item><title>x</title></item>"*300 + "</channel></rss>"))' >"$tmp/www/feed.xml"
 cat >"$tmp/nginx.conf" <<CONF
@@ -31,6 +41,12 @@ http {
     root $tmp/www;
     gzip on; gzip_types application/rss+xml; gzip_min_length 0;
     location = /old { return 301 /feed.xml; }
+  }
+  server {
+    listen 127.0.0.1:$tls_port ssl;
+    ssl_certificate $tmp/leaf.pem;
+    ssl_certificate_key $tmp/leaf.key;
+    root $tmp/www;
   }
 }
 CONF
@@ -80,4 +96,18 @@ if "$bin" fetch "gopher://x/" >"$tmp/f.json"; then fail "bad scheme exited zero"
 check "$tmp/f.json" 'd["error"] == "unsupported_scheme"'
 if "$bin" fetch "$base/" -H "NoColon" >"$tmp/g.json"; then fail "bad -H exited zero"; fi
 check "$tmp/g.json" 'd["error"] == "bad_request_header"'
+
+tls="https://localhost:$tls_port/feed.xml"
+"$bin" fetch "$tls" --cacert "$tmp/ca.pem" >"$tmp/h.json" || fail "https with --cacert exited non-zero: $(cat "$tmp/h.json")"
+check "$tmp/h.json" 'd["status"] == 200' "d[\"decoded_bytes\"] == $size"
+if "$bin" fetch "$tls" >"$tmp/i.json"; then fail "https without the CA exited zero"; fi
+check "$tmp/i.json" 'd["error"] == "tls_unknown_ca"'
+"$bin" fetch "$tls" --insecure >"$tmp/j.json" || fail "https --insecure exited non-zero"
+check "$tmp/j.json" 'd["status"] == 200'
+if "$bin" fetch "https://127.0.0.1:$tls_port/" --cacert "$tmp/ca.pem" >"$tmp/k.json"; then
+  fail "https to a name the certificate does not cover exited zero"
+fi
+check "$tmp/k.json" 'd["error"] == "tls_name_mismatch"'
+if "$bin" fetch "$tls" --cacert "$tmp/nonexistent.pem" >"$tmp/l.json"; then fail "missing CA file exited zero"; fi
+check "$tmp/l.json" 'd["error"] == "bad_ca_file"'
 echo "fetch ok"
