@@ -14,8 +14,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
+#include <vector>
 
 #include "feedplane/feed/dedup.h"
 #include "feedplane/feed/parser.h"
@@ -276,8 +279,108 @@ void BM_simdjson_bare_json(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 
+// --- the corpora's XML files, and the broken ones among them --------------------------
+
+struct corpus_files {
+  std::vector<std::string> all, broken;  // broken: pugixml reports an error on them
+};
+
+const corpus_files& corpus() {
+  static const corpus_files c = [] {
+    corpus_files files;
+    const char* src = std::getenv("FEEDPLANE_SOURCE_DIR");
+    const std::filesystem::path root =
+        std::filesystem::path(src ? src : ".") / ".." / "shared" / "corpus";
+    std::error_code ec;
+    for (const char* sub : {"gofeed", "feed-rs"}) {
+      for (auto it = std::filesystem::recursive_directory_iterator(root / sub, ec);
+           !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+        if (!it->is_regular_file() || it->path().extension() != ".xml") continue;
+        std::ifstream in(it->path(), std::ios::binary);
+        std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        std::string work = doc;
+        pugi::xml_document d;
+        if (!d.load_buffer_inplace(work.data(), work.size())) files.broken.push_back(doc);
+        files.all.push_back(std::move(doc));
+      }
+    }
+    return files;
+  }();
+  return c;
+}
+
+// Parses every document of the set with one library per iteration; counters say how many
+// it read (a document, for libxml2 recover: any tree at all; for feedplane: parse_errc::ok).
+template <typename Parse>
+void corpus_bench(benchmark::State& state, bool broken_only, Parse parse) {
+  const auto& docs = broken_only ? corpus().broken : corpus().all;
+  if (docs.empty()) {
+    state.SkipWithError("corpus not found (set FEEDPLANE_SOURCE_DIR)");
+    return;
+  }
+  size_t bytes = 0, ok = 0;
+  for (const auto& d : docs) {
+    bytes += d.size();
+    ok += parse(d);
+  }
+  for (auto _ : state)
+    for (const auto& d : docs) benchmark::DoNotOptimize(parse(d));
+  state.counters["documents"] = static_cast<double>(docs.size());
+  state.counters["read"] = static_cast<double>(ok);
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes));
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * docs.size()));
+}
+
+bool pugixml_reads(const std::string& doc) {
+  static pugi::xml_document d;
+  static std::string work;
+  work.assign(doc);
+  return static_cast<bool>(d.load_buffer_inplace(work.data(), work.size()));
+}
+bool libxml2_reads(const std::string& doc, int options) {
+  xmlDocPtr d = xmlReadMemory(doc.data(), static_cast<int>(doc.size()), nullptr, nullptr,
+                              options | XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
+  const bool ok = d != nullptr && xmlDocGetRootElement(d) != nullptr;
+  xmlFreeDoc(d);
+  return ok;
+}
+bool expat_reads(const std::string& doc) {
+  XML_Parser p = XML_ParserCreate(nullptr);
+  const bool ok = XML_Parse(p, doc.data(), static_cast<int>(doc.size()), 1) == XML_STATUS_OK;
+  XML_ParserFree(p);
+  return ok;
+}
+bool feedplane_reads(const std::string& doc) {
+  static parser p;
+  static feed f;
+  return p.parse(doc, {}, f) == parse_errc::ok;
+}
+
+void BM_corpus_all_pugixml(benchmark::State& s) { corpus_bench(s, false, pugixml_reads); }
+void BM_corpus_all_libxml2(benchmark::State& s) {
+  corpus_bench(s, false, [](const std::string& d) { return libxml2_reads(d, 0); });
+}
+void BM_corpus_all_expat(benchmark::State& s) { corpus_bench(s, false, expat_reads); }
+void BM_corpus_all_feedplane(benchmark::State& s) { corpus_bench(s, false, feedplane_reads); }
+void BM_corpus_broken_libxml2(benchmark::State& s) {
+  corpus_bench(s, true, [](const std::string& d) { return libxml2_reads(d, 0); });
+}
+void BM_corpus_broken_libxml2_recover(benchmark::State& s) {
+  corpus_bench(s, true, [](const std::string& d) { return libxml2_reads(d, XML_PARSE_RECOVER); });
+}
+void BM_corpus_broken_expat(benchmark::State& s) { corpus_bench(s, true, expat_reads); }
+void BM_corpus_broken_feedplane(benchmark::State& s) { corpus_bench(s, true, feedplane_reads); }
+
 }  // namespace
 
+BENCHMARK(BM_corpus_all_pugixml);
+BENCHMARK(BM_corpus_all_libxml2);
+BENCHMARK(BM_corpus_all_expat);
+BENCHMARK(BM_corpus_all_feedplane);
+BENCHMARK(BM_corpus_broken_libxml2);
+BENCHMARK(BM_corpus_broken_libxml2_recover);
+BENCHMARK(BM_corpus_broken_expat);
+BENCHMARK(BM_corpus_broken_feedplane);
 BENCHMARK(BM_feedplane_rss);
 BENCHMARK(BM_feedplane_atom);
 BENCHMARK(BM_feedplane_json);

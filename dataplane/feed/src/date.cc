@@ -294,6 +294,44 @@ bool parse_tokens(std::string_view s, int64_t* out) {
   return to_epoch(f, out);
 }
 
+// The canonical RFC 1123 form most RSS feeds send, read at fixed positions:
+// "[Www, ]D[D] Mmm YYYY HH:MM:SS (+hhmm|-hhmm|GMT|UTC|UT|Z)". Returns false when s is not in
+// exactly that form (the general reader then decides).
+bool parse_rfc1123_fast(std::string_view s, int64_t* out) {
+  size_t i = 0;
+  if (s.size() > 5 && is_alpha(s[0]) && s[3] == ',' && s[4] == ' ') i = 5;
+  fields f;
+  auto num = [&](int digits, int* v) {
+    int x = 0;
+    for (int k = 0; k < digits; ++k, ++i) {
+      if (i >= s.size() || !is_digit(s[i])) return false;
+      x = x * 10 + (s[i] - '0');
+    }
+    *v = x;
+    return true;
+  };
+  auto lit = [&](char c) { return i < s.size() && s[i++] == c; };
+  const int day_digits = (i + 1 < s.size() && is_digit(s[i + 1])) ? 2 : 1;
+  if (!num(day_digits, &f.day) || !lit(' ') || i + 4 > s.size()) return false;
+  static constexpr std::string_view months = "janfebmaraprmayjunjulaugsepoctnovdec";
+  const char m3[3] = {lower(s[i]), lower(s[i + 1]), lower(s[i + 2])};
+  const size_t pos = months.find(std::string_view(m3, 3));
+  if (pos == std::string_view::npos || pos % 3 != 0) return false;
+  f.month = static_cast<int>(pos / 3) + 1;
+  i += 3;
+  if (!lit(' ') || !num(4, &f.year) || !lit(' ') || !num(2, &f.hour) || !lit(':') ||
+      !num(2, &f.minute) || !lit(':') || !num(2, &f.second) || !lit(' '))
+    return false;
+  const std::string_view z = s.substr(i);
+  if (z.size() == 5 && (z[0] == '+' || z[0] == '-')) {
+    size_t k = 0;
+    if (!read_offset(z, &k, &f.offset) || k != 5) return false;
+  } else if (!(z == "GMT" || z == "UTC" || z == "UT" || z == "Z")) {
+    return false;
+  }
+  return to_epoch(f, out);
+}
+
 }  // namespace
 
 bool parse_date(std::string_view text, int64_t* out) {
@@ -302,6 +340,7 @@ bool parse_date(std::string_view text, int64_t* out) {
   if (s.size() >= 5 && is_digit(s[0]) && is_digit(s[1]) && is_digit(s[2]) && is_digit(s[3]) &&
       s[4] == '-')
     return parse_iso(s, out);
+  if (parse_rfc1123_fast(s, out)) return true;
   return parse_tokens(s, out);
 }
 

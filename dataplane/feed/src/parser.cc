@@ -142,7 +142,7 @@ struct parser::impl {
   };
   mark enter(pugi::xml_node n);
   void leave(mark m) {
-    scopes.resize(m.scopes);
+    if (scopes.size() != m.scopes) scopes.resize(m.scopes);
     base_depth = m.base_depth;
     top = pugi::xml_node();
   }
@@ -307,10 +307,11 @@ parse_errc parser::impl::parse_xml() {
 
 parser::impl::mark parser::impl::enter(pugi::xml_node n) {
   const mark m{scopes.size(), base_depth};
-  if (n == top) return m;
+  pugi::xml_attribute first = n.first_attribute();
+  if (!first || n == top) return m;  // most elements have no attributes: nothing to record
   top = n;
   // Fast because almost every element has no attributes at all.
-  for (pugi::xml_attribute a = n.first_attribute(); a; a = a.next_attribute()) {
+  for (pugi::xml_attribute a = first; a; a = a.next_attribute()) {
     const char* name = a.name();
     if (name[0] == 'x' && name[1] == 'm' && name[2] == 'l') {
       if (std::strncmp(name, "xmlns", 5) == 0 && (name[5] == 0 || name[5] == ':')) {
