@@ -21,9 +21,15 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// FEEDPLANE_BINARY, else the feedplane built beside this test (<build>/dataplane/feedplane).
 std::string binary() {
   const char* b = std::getenv("FEEDPLANE_BINARY");
-  return b != nullptr ? b : "";
+  if (b != nullptr && *b != '\0') return b;
+  std::error_code ec;
+  fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return "";
+  fs::path guess = self.parent_path().parent_path() / "dataplane" / "feedplane";
+  return fs::exists(guess, ec) ? guess.string() : "";
 }
 
 // Runs a shell command, returns stdout.
