@@ -176,6 +176,8 @@ void bm_feedplane(benchmark::State& state, mode m, const char* name) {
   state.counters["wall_fetches_per_s"] = static_cast<double>(fetches) / wall_total;
   state.counters["cpu_us_per_fetch"] = cpu_total * 1e6 / static_cast<double>(fetches);
   state.counters["connections"] = static_cast<double>(client->stats().connections_opened);
+  state.counters["recvs_per_fetch"] =
+      static_cast<double>(client->stats().recv_completions) / static_cast<double>(fetches + 1);
   g_env->cpu_rate[name] = static_cast<double>(fetches) / cpu_total;
   g_env->wall_rate[name] = static_cast<double>(fetches) / wall_total;
   client->shutdown();

@@ -504,6 +504,7 @@ void http_client::flush_out(conn* c) {
 
 void http_client::on_send_cqe(conn* c, const completion& cq) {
   --c->ops;
+  ++stats_.send_completions;
   c->sending = false;
   if (c->st == conn::state::closing) {
     maybe_free(c);
@@ -538,6 +539,7 @@ void http_client::arm_recv(conn* c) {
 
 void http_client::on_recv_cqe(conn* c, const completion& cq) {
   --c->ops;
+  ++stats_.recv_completions;
   c->receiving = false;
   if (c->st == conn::state::closing) {
     maybe_free(c);

@@ -106,6 +106,8 @@ class http_client {
     uint64_t connections_opened = 0;
     uint64_t connections_reused = 0;
     uint64_t retries_on_stale = 0;
+    uint64_t recv_completions = 0;  // io_uring recv CQEs (per fetch: how batched reads are)
+    uint64_t send_completions = 0;
   };
   const counters& stats() const { return stats_; }
 
