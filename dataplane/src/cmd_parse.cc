@@ -1,6 +1,7 @@
 // `feedplane parse FILE|URL [--content-type CT] [--base-url URL]`: parse one feed document
-// and print the model as JSON. Exit 0 for a readable document (with `recovered` naming every
-// repair), 3 with a named error for an unreadable one, 2 for a file that cannot be read.
+// (or fetch one with net's HTTP client) and print the model as JSON. Exit 0 for a readable
+// document (with `recovered` naming every repair), 3 with a named error for an unreadable
+// one, 2 for a file that cannot be read, 4 for a fetch that failed (error named).
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -12,6 +13,8 @@
 #include "commands.h"
 #include "feedplane/feed/parser.h"
 #include "feedplane/feed/render.h"
+#include "feedplane/net/http_client.h"
+#include "feedplane/net/loop.h"
 
 namespace feedplane::dataplane {
 namespace {
@@ -23,6 +26,52 @@ struct parse_args {
 };
 
 bool is_url(const std::string& s) { return s.starts_with("http://") || s.starts_with("https://"); }
+
+// One GET with net's HTTP client on a private loop; prints a named error and returns false
+// when there is no 200 response to parse.
+bool fetch(const std::string& url, net::fetch_result& out) {
+  std::string err;
+  net::loop_options lo;
+  lo.ring_entries = 64;
+  auto l = net::loop::create(lo, &err);
+  if (!l) {
+    fmt::print(stderr, "feedplane: parse {}: io_loop_unavailable: {}\n", url, err);
+    return false;
+  }
+  auto c = net::http_client::create(*l, net::client_options{}, &err);
+  if (!c) {
+    fmt::print(stderr, "feedplane: parse {}: http_client_unavailable: {}\n", url, err);
+    return false;
+  }
+  struct state {
+    bool done = false;
+    net::fetch_result* out;
+  } st{false, &out};
+  net::fetch_request req;
+  req.url = url;
+  c->fetch(
+      req,
+      [](void* ctx, uint64_t, net::fetch_result& r) {
+        auto* s = static_cast<state*>(ctx);
+        *s->out = std::move(r);
+        s->done = true;
+      },
+      &st);
+  // The client's whole-fetch timeout (5 s by default) guarantees the callback runs.
+  while (!st.done) l->run_once(true);
+  c->shutdown();
+  for (int i = 0; i < 1000 && !c->quiescent(); ++i) l->run_once(true);
+  if (out.error != net::fetch_error::ok) {
+    fmt::print(stderr, "feedplane: parse {}: {}{}{}\n", url, net::fetch_error_name(out.error),
+               out.detail.empty() ? "" : ": ", out.detail);
+    return false;
+  }
+  if (out.status != 200) {
+    fmt::print(stderr, "feedplane: parse {}: http_status_{}\n", url, out.status);
+    return false;
+  }
+  return true;
+}
 
 }  // namespace
 
@@ -36,26 +85,30 @@ void add_parse_command(CLI::App& app, int* rc) {
   cmd->add_option("--base-url", args->base_url,
                   "URL the document was fetched from (resolves relative links)");
   cmd->callback([args, rc] {
+    std::string bytes, content_type = args->content_type, base_url = args->base_url;
     if (is_url(args->source)) {
-      fmt::print(stderr,
-                 "feedplane: parse {}: fetch_unavailable: fetching URLs is not wired into "
-                 "`parse` yet; save the document and pass the file (with --base-url)\n",
-                 args->source);
-      *rc = 2;
-      return;
+      net::fetch_result r;
+      if (!fetch(args->source, r)) {
+        *rc = 4;
+        return;
+      }
+      bytes = std::move(r.body);
+      if (content_type.empty()) content_type = r.content_type;  // the server's charset counts
+      if (base_url.empty()) base_url = r.final_url;             // links resolve where it ended
+    } else {
+      std::ifstream in(args->source, std::ios::binary);
+      if (!in) {
+        fmt::print(stderr, "feedplane: parse: cannot open '{}'\n", args->source);
+        *rc = 2;
+        return;
+      }
+      bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
     }
-    std::ifstream in(args->source, std::ios::binary);
-    if (!in) {
-      fmt::print(stderr, "feedplane: parse: cannot open '{}'\n", args->source);
-      *rc = 2;
-      return;
-    }
-    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     feed::parser p;
     feed::feed f;
     feed::parse_options opts;
-    opts.content_type = args->content_type;
-    opts.base_url = args->base_url;
+    opts.content_type = content_type;
+    opts.base_url = base_url;
     const feed::parse_errc e = p.parse(bytes, opts, f);
     if (e != feed::parse_errc::ok) {
       fmt::print(stderr, "feedplane: parse {}: {}\n", args->source, feed::errc_name(e));

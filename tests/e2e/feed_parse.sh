@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `feedplane parse FILE`: the model as JSON, recoveries named, named errors for unreadable
-# documents, and a clear error for URLs until fetching is wired in.
+# documents; URLs fetched over loopback with named fetch errors.
 set -euo pipefail
 bin=$1
 src=$2
@@ -53,6 +53,23 @@ if "$bin" parse "$tmp/j.json" >/dev/null 2>"$tmp/err"; then fail "bad json accep
 grep -q json_invalid "$tmp/err" || fail "json error not named"
 if "$bin" parse "$tmp/missing.xml" 2>"$tmp/err"; then fail "missing file accepted"; fi
 grep -q "cannot open" "$tmp/err" || fail "missing file message"
-if "$bin" parse http://127.0.0.1:9/feed 2>"$tmp/err"; then fail "URL accepted without fetch"; fi
-grep -q fetch_unavailable "$tmp/err" || fail "URL error not named"
+
+# URL: fetched with net's HTTP client from a real server on loopback (python3 http.server,
+# started here on a free port and stopped by its pid); links resolve against the final URL.
+mkdir -p "$tmp/www/dir"
+echo '<rss version="2.0"><channel><item><title>u</title><link>post/1</link></item></channel></rss>' >"$tmp/www/dir/f.xml"
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+python3 -m http.server --bind 127.0.0.1 --directory "$tmp/www" "$port" >/dev/null 2>&1 &
+srv=$!
+trap 'kill $srv 2>/dev/null; rm -rf "$tmp"' EXIT
+for _ in $(seq 50); do curl -fs "http://127.0.0.1:$port/dir/f.xml" >/dev/null && break; sleep 0.1; done
+"$bin" parse "http://127.0.0.1:$port/dir/f.xml" >"$tmp/u.json" || fail "URL fetch+parse"
+[ "$(json "$tmp/u.json" 'd["entries"][0]["link"]')" = "http://127.0.0.1:$port/dir/post/1" ] ||
+  fail "URL base: $(cat "$tmp/u.json")"
+if "$bin" parse "http://127.0.0.1:$port/none.xml" 2>"$tmp/err"; then fail "404 accepted"; fi
+grep -q http_status_404 "$tmp/err" || fail "404 not named: $(cat "$tmp/err")"
+kill $srv
+wait $srv 2>/dev/null || true
+if "$bin" parse "http://127.0.0.1:$port/dir/f.xml" 2>"$tmp/err"; then fail "closed port accepted"; fi
+grep -q connect_refused "$tmp/err" || fail "refused not named: $(cat "$tmp/err")"
 echo "feed parse ok"
