@@ -29,7 +29,31 @@ void article::assign_text(std::string_view title, std::string_view content) {
 void article::finish() {
   const size_t n = tokens_.size();
   hashes_.resize(n);
-  for (size_t i = 0; i < n; ++i) hashes_[i] = word_hash(tokens_.word(i));
+  of_.resize(n);
+  first_.clear();
+  count_.clear();
+  size_t slots = 64;
+  while (slots < 2 * n) slots *= 2;
+  table_.assign(slots, UINT32_MAX);
+  const size_t mask = slots - 1;
+  for (size_t i = 0; i < n; ++i) {
+    const std::string_view w = tokens_.word(i);
+    const uint64_t h = word_hash(w);
+    hashes_[i] = h;
+    size_t s = h & mask;
+    while (table_[s] != UINT32_MAX) {
+      const uint32_t d = table_[s];
+      if (hashes_[first_[d]] == h && tokens_.word(first_[d]) == w) break;
+      s = (s + 1) & mask;
+    }
+    if (table_[s] == UINT32_MAX) {
+      table_[s] = static_cast<uint32_t>(first_.size());
+      first_.push_back(static_cast<uint32_t>(i));
+      count_.push_back(0);
+    }
+    of_[i] = table_[s];
+    ++count_[table_[s]];
+  }
 }
 
 }  // namespace feedplane::matcher

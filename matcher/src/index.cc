@@ -175,6 +175,12 @@ struct index::impl {
   std::vector<uint64_t> present;  // bit per word id: in the article
   std::vector<uint64_t> in_title;  // bit per word id: in the title
   std::vector<uint32_t> distinct;  // word ids set in the bitmaps
+  std::vector<uint32_t> distinct_ids;  // per distinct article word: its word id or k_none
+  struct hit {
+    uint32_t word;
+    const uint32_t* block;
+  };
+  std::vector<hit> hits;  // article words with postings, in article order
   std::vector<uint32_t> sequence;  // word id per article word, k_none between title and content
   size_t sequence_title = 0;
   uint32_t stamp = 0;
@@ -303,11 +309,11 @@ struct index::impl {
     return std::min(a, b);
   }
 
-  void count(uint64_t h) {
+  void count(uint64_t h, uint32_t times) {
     uint16_t& a = sketch[h & (k_sketch_width - 1)];
     uint16_t& b = sketch[k_sketch_width + ((h >> 40) & (k_sketch_width - 1))];
-    a = static_cast<uint16_t>(a + (a != 0xFFFF));
-    b = static_cast<uint16_t>(b + (b != 0xFFFF));
+    a = static_cast<uint16_t>(std::min<uint32_t>(0xFFFF, a + times));
+    b = static_cast<uint16_t>(std::min<uint32_t>(0xFFFF, b + times));
   }
 
   // Halves 8 counters per article: every counter once per 32768 articles, no pause.
@@ -527,35 +533,46 @@ struct index::impl {
   void prepare(const article& a, bool want_sequence, bool counted) {
     ++stamp;
     distinct.clear();
+    hits.clear();
     sequence.clear();
-    const size_t n = a.size();
     const size_t title = a.title_words();
-    for (size_t i = 0; i < n; ++i) {
+    const size_t nd = a.distinct();
+    // One lookup per distinct word (the article found them once for every shard).
+    distinct_ids.resize(nd);
+    for (size_t d = 0; d < nd; ++d) {
+      const uint32_t i = a.first(d);
       const uint64_t h = a.hash(i);
-      if (counted) count(h);
-      if (i == title && want_sequence) {
-        sequence_title = sequence.size();
-        sequence.push_back(k_none);
-      }
+      if (counted) count(h, a.count(d));
       const uint32_t w = find_word(h, a.word(i));
-      if (want_sequence) sequence.push_back(w);
+      distinct_ids[d] = w;
       if (w == k_none) continue;
-      uint64_t& word = present[w >> 6];
       const uint64_t m = uint64_t{1} << (w & 63);
-      if (!(word & m)) {
-        word |= m;
-        distinct.push_back(w);
-        // The postings are read after the whole article is looked up: start the miss now.
-        if (const uint32_t* b = words[w].block) {
-          __builtin_prefetch(b);
-          __builtin_prefetch(b + 16);
-          __builtin_prefetch(b + 32);
-        }
-      }
+      present[w >> 6] |= m;
       if (i < title) in_title[w >> 6] |= m;
+      distinct.push_back(w);
+      if (const uint32_t* b = words[w].block) {
+        // The first words' postings are read right after the lookups: start those misses
+        // now; match() prefetches the rest a few words ahead.
+        if (hits.size() < k_prefetch_ahead) prefetch(b);
+        hits.push_back({w, b});
+      }
     }
-    if (want_sequence && title >= n) sequence_title = sequence.size();
+    if (want_sequence) {
+      const size_t n = a.size();
+      sequence.resize(n + 1);
+      for (size_t i = 0; i < title && i < n; ++i) sequence[i] = distinct_ids[a.of(i)];
+      sequence_title = std::min(title, n);
+      sequence[sequence_title] = k_none;  // phrases never span title and content
+      for (size_t i = sequence_title; i < n; ++i) sequence[i + 1] = distinct_ids[a.of(i)];
+    }
     if (counted) decay();
+  }
+
+  static constexpr size_t k_prefetch_ahead = 8;
+  static void prefetch(const uint32_t* b) {
+    __builtin_prefetch(b);
+    __builtin_prefetch(b + 16);
+    __builtin_prefetch(b + 32);
   }
 
   void finish_article() {
@@ -574,9 +591,10 @@ struct index::impl {
     out.stats_.article_words = a.size();
     out.stats_.vocabulary_hits = distinct.size();
     size_t n = 0;
-    for (uint32_t w : distinct) {
-      const uint32_t* b = words[w].block;
-      if (!b) continue;
+    for (size_t h = 0; h < hits.size(); ++h) {
+      if (h + k_prefetch_ahead < hits.size()) prefetch(hits[h + k_prefetch_ahead].block);
+      const uint32_t w = hits[h].word;
+      const uint32_t* b = hits[h].block;
       size_t need = 0;
       for (int c = 0; c < k_classes; ++c) need += postings::size(b, c);
       if (need == 0) continue;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "feedplane/matcher/text.h"
 
@@ -24,11 +25,22 @@ class article {
   // Words [0, title_words()) come from the title, the rest from the content.
   size_t title_words() const { return title_words_; }
 
+  // The distinct words, found once here so that every shard's index looks each up once:
+  // distinct word d first occurs at word first(d) (so it is in the title iff
+  // first(d) < title_words()) and occurs count(d) times; word i is distinct word of(i).
+  size_t distinct() const { return first_.size(); }
+  uint32_t first(size_t d) const { return first_[d]; }
+  uint32_t count(size_t d) const { return count_[d]; }
+  uint32_t of(size_t i) const { return of_[i]; }
+
  private:
   void finish();
 
   token_buffer tokens_;
   raw_buffer<uint64_t> hashes_;
+  raw_buffer<uint32_t> of_;
+  std::vector<uint32_t> first_, count_;
+  std::vector<uint32_t> table_;  // open addressing over distinct words, scratch
   std::string text_;  // scratch for html_to_text
   size_t title_words_ = 0;
 };
