@@ -25,6 +25,7 @@ using namespace feedplane::feed;
 namespace {
 
 fs::path corpus_root() {
+  if (const char* c = std::getenv("FEEDPLANE_CORPUS_DIR"); c && *c) return c;
   const char* src = std::getenv("FEEDPLANE_SOURCE_DIR");
   fs::path root = src ? fs::path(src) : fs::current_path();
   return root / ".." / "shared" / "corpus";
