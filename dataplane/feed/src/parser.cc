@@ -113,8 +113,8 @@ bool ieq(std::string_view a, std::string_view b) {
 struct parser::impl {
   detail::transcoder transcoder;
   detail::entry_pool pool;
-  std::string utf8;     // the document in UTF-8, controls stripped (kept for the repair pass)
-  std::string work;     // the copy pugixml parses in place
+  std::string utf8;     // the document in UTF-8, controls stripped; pugixml parses it in place
+  std::string work;     // the repair pass's input; the JSON path's padded copy
   std::string scratch;  // attribute values, dates
   std::string scratch2;
   std::string atype;  // an Atom text construct's type attribute
@@ -132,7 +132,7 @@ struct parser::impl {
   size_t base_depth = 0;
 
   parse_errc parse(std::string_view bytes, const parse_options& o, feed& f);
-  parse_errc parse_xml();
+  parse_errc parse_xml(std::string_view bytes);
   parse_errc parse_json(std::string_view text);
 
   // Enters element n: records its xmlns declarations and xml:base. Returns a mark for leave().
@@ -228,7 +228,7 @@ parse_errc parser::impl::parse(std::string_view bytes, const parse_options& o, f
           utf8.erase(0, lt);
         }
       }
-      if (rc == parse_errc::ok) rc = parse_xml();
+      if (rc == parse_errc::ok) rc = parse_xml(bytes);
     }
   }
   f.recovered = st.flags;
@@ -239,17 +239,21 @@ parse_errc parser::impl::parse(std::string_view bytes, const parse_options& o, f
 // ---------------------------------------------------------------------------------------
 // XML
 
-parse_errc parser::impl::parse_xml() {
+parse_errc parser::impl::parse_xml(std::string_view bytes) {
   // No entity decoding, no EOL normalisation, no PIs/comments/doctype: the least work that
   // still gives us CDATA sections and whitespace between inline elements.
   constexpr unsigned flags = pugi::parse_cdata | pugi::parse_ws_pcdata;
-  work.assign(utf8);
+  // Parsed in place: the UTF-8 copy is consumed, so the cold repair path transcodes again.
   pugi::xml_parse_result r =
-      doc.load_buffer_inplace(work.data(), work.size(), flags, pugi::encoding_utf8);
+      doc.load_buffer_inplace(utf8.data(), utf8.size(), flags, pugi::encoding_utf8);
   if (r.status == pugi::status_out_of_memory) return parse_errc::out_of_memory;
   if (!r) {
-    detail::repair_xml(utf8, work, st);
-    r = doc.load_buffer_inplace(work.data(), work.size(), flags, pugi::encoding_utf8);
+    decode_stats again;  // the transcoding repairs were counted the first time
+    transcoder.to_utf8(bytes, opts->content_type, work, again);
+    const size_t lt = work.find('<');
+    if (lt != std::string::npos) work.erase(0, lt);
+    detail::repair_xml(work, utf8, st);
+    r = doc.load_buffer_inplace(utf8.data(), utf8.size(), flags, pugi::encoding_utf8);
     if (r.status == pugi::status_out_of_memory) return parse_errc::out_of_memory;
   }
   pugi::xml_node root = doc.document_element();
@@ -369,6 +373,21 @@ void parser::impl::append_children_raw(pugi::xml_node n, std::string& o) {
 
 void parser::impl::text(pugi::xml_node n, std::string& o) {
   o.clear();
+  pugi::xml_node only = n.first_child();
+  if (only && !only.next_sibling()) {
+    // The common case, one text or CDATA child: no loop, no writer.
+    const pugi::xml_node_type t = only.type();
+    if (t == pugi::node_pcdata || t == pugi::node_cdata) {
+      const std::string_view v = trim_view(only.value());
+      if (t == pugi::node_pcdata) {
+        decode_entities(v, o, st);
+        trim(o);  // an entity may have decoded to whitespace at an end
+      } else {
+        o.assign(v);
+      }
+      return;
+    }
+  }
   writer.out = &o;
   for (pugi::xml_node c = n.first_child(); c; c = c.next_sibling()) {
     switch (c.type()) {
