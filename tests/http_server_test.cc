@@ -58,6 +58,15 @@ class server_thread {
       r.set_body(q.body);
       r.compressible = false;
     });
+    // Answered later from a loop timer, as a reply from another shard would be.
+    routes_.add("GET", "/later", [this](const http_request& q, http_response& r) {
+      r.defer = true;
+      pending_.push_back({r.later, std::string(q.query)});
+      loop_->arm(later_timer_, 5);
+    });
+    // Never answered: the connection is closed after the idle timeout.
+    routes_.add("GET", "/never", [](const http_request&, http_response& r) { r.defer = true; });
+    later_timer_.set(&server_thread::answer_later, this);
     std::string err;
     lfd_ = listen_tcp("127.0.0.1:0", false, &err);
     EXPECT_GE(lfd_, 0) << err;
@@ -90,6 +99,8 @@ class server_thread {
     return so;
   }
   int port() const { return port_; }
+  int completed_late() const { return completed_.load(); }
+  int dropped_late() const { return dropped_.load(); }
   const std::string& body() const { return body_; }
   server_stats stats() {
     // Read after the server thread stopped, or racy but only for diagnostics.
@@ -116,8 +127,28 @@ class server_thread {
       stats_copy_ = srv.stats();
     }
   }
+  static void answer_later(void* self) {
+    auto* me = static_cast<server_thread*>(self);
+    // Completing one may run the next pipelined request, which may defer again.
+    std::vector<std::pair<deferred_response, std::string>> now;
+    now.swap(me->pending_);
+    for (auto& p : now) {
+      http_response r;
+      r.set_body("later:" + p.second);
+      r.compressible = false;
+      if (p.first.complete(r)) {
+        me->completed_.fetch_add(1);
+      } else {
+        me->dropped_.fetch_add(1);
+      }
+    }
+  }
   server_options so_;
   router routes_;
+  std::vector<std::pair<deferred_response, std::string>> pending_;
+  timer later_timer_;
+  std::atomic<int> completed_{0};
+  std::atomic<int> dropped_{0};
   std::string body_;
   int lfd_ = -1;
   int port_ = 0;
@@ -313,6 +344,60 @@ TEST(http_server, request_body_content_length_and_chunked_split_across_writes) {
   ASSERT_TRUE(rd.next(&r));
   EXPECT_EQ(r.body, "abc0123456789");
   close(fd);
+}
+
+TEST(http_server, deferred_responses_keep_pipelined_order) {
+  server_thread s;
+  int fd = dial(s.port());
+  reader rd(fd);
+  send_all(fd,
+           "GET /later?1 HTTP/1.1\r\nHost: t\r\n\r\nGET /a HTTP/1.1\r\nHost: t\r\n\r\n"
+           "GET /later?2 HTTP/1.1\r\nHost: t\r\n\r\nHEAD /later?3 HTTP/1.1\r\nHost: t\r\n\r\n"
+           "GET /b HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+  response r;
+  ASSERT_TRUE(rd.next(&r));
+  EXPECT_EQ(r.body, "later:1");
+  ASSERT_TRUE(rd.next(&r));
+  EXPECT_EQ(r.body, "/a");
+  ASSERT_TRUE(rd.next(&r));
+  EXPECT_EQ(r.body, "later:2");
+  ASSERT_TRUE(rd.next(&r, /*head=*/true));
+  EXPECT_EQ(r.headers["content-length"], "7");
+  ASSERT_TRUE(rd.next(&r));
+  EXPECT_EQ(r.body, "/b");
+  EXPECT_TRUE(rd.at_eof());
+  close(fd);
+  EXPECT_EQ(s.completed_late(), 3);
+}
+
+TEST(http_server, deferred_response_after_the_client_left_is_dropped) {
+  server_thread s;
+  for (int i = 0; i < 5; ++i) {
+    int fd = dial(s.port());
+    send_all(fd, "GET /later HTTP/1.1\r\nHost: t\r\n\r\n");
+    linger lg{1, 0};
+    setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+    close(fd);  // reset before the answer
+  }
+  // The server stays healthy whichever way each race went (answered or dropped).
+  expect_still_serving(s.port());
+  int fd = dial(s.port());
+  reader rd(fd);
+  send_all(fd, "GET /later?x HTTP/1.1\r\nHost: t\r\n\r\n");
+  response r;
+  ASSERT_TRUE(rd.next(&r));
+  EXPECT_EQ(r.body, "later:x");
+  close(fd);
+}
+
+TEST(http_server, deferred_response_that_never_comes_closes_after_idle_timeout) {
+  server_thread s(server_thread::short_timeouts());
+  int fd = dial(s.port());
+  reader rd(fd);
+  send_all(fd, "GET /never HTTP/1.1\r\nHost: t\r\n\r\n");
+  EXPECT_TRUE(rd.at_eof());
+  close(fd);
+  expect_still_serving(s.port());
 }
 
 TEST(http_server, expect_100_continue) {

@@ -133,6 +133,29 @@ bool etag_matches(std::string_view inm, std::string_view etag) {
 
 // ---- connection ----
 
+// What the response needs from its request (copied when the response is deferred).
+struct http_server::request_meta {
+  std::string_view method;
+  std::string_view if_none_match;
+  std::string_view if_modified_since;
+  std::string_view accept_encoding;
+  bool keep_alive = true;
+  int version_minor = 1;
+
+  static request_meta of(const http_request& r) {
+    return {r.method,          r.if_none_match, r.if_modified_since,
+            r.accept_encoding, r.keep_alive,    r.version_minor};
+  }
+};
+
+// Owned copy of a deferred request's meta (allocated on a connection's first deferral and
+// kept with the pool slot).
+struct deferred_state {
+  std::string method, inm, ims, ae;
+  bool keep_alive = true;
+  int version_minor = 1;
+};
+
 struct http_server::connection {
   http_server* srv = nullptr;
   int fd = -1;
@@ -145,7 +168,10 @@ struct http_server::connection {
   bool peer_closed = false;
   bool paused = false;         // output above high water: recv cancelled, input kept in `in`
   bool continue_sent = false;  // "100 Continue" already sent for the current request
-  enum class tmode : uint8_t { none, idle, request, send, linger } tm = tmode::none;
+  bool awaiting = false;       // a deferred response is outstanding
+  uint32_t gen = 0;            // bumped when the slot is released (stale deferrals miss)
+  std::unique_ptr<deferred_state> dstate;
+  enum class tmode : uint8_t { none, idle, request, send, linger, awaiting } tm = tmode::none;
   op_id recv_op;
   size_t send_off = 0;
   std::string in;       // input of a request that did not arrive in one piece (else empty)
@@ -188,6 +214,7 @@ struct http_server::connection {
         return;
       case tmode::send:
       case tmode::linger:
+      case tmode::awaiting:
       case tmode::none:
         k->abort();
         return;
@@ -198,7 +225,10 @@ struct http_server::connection {
   // back by further bytes: that is what defeats slowloris).
   void update_timer() {
     if (dead || lingering) return;
-    if (!in.empty() || parser.started()) {
+    if (awaiting) {
+      // The handler owes an answer: bound the wait by the idle timeout.
+      if (tm != tmode::awaiting) set_timer(tmode::awaiting, srv->opt_.idle_timeout_ms);
+    } else if (!in.empty() || parser.started()) {
       if (tm != tmode::request) set_timer(tmode::request, srv->opt_.header_timeout_ms);
     } else if (send_inflight) {
       set_timer(tmode::send, srv->opt_.idle_timeout_ms);
@@ -270,7 +300,7 @@ struct http_server::connection {
   size_t process(std::string_view buf) {
     size_t pos = 0;
     // Pipelined requests are answered in one pass and leave in one send.
-    while (pos < buf.size() && !closing && !paused) {
+    while (pos < buf.size() && !closing && !paused && !awaiting) {
       parse_status st = parser.parse(buf.substr(pos), srv->req_);
       if (st == parse_status::incomplete) {
         // RFC 9110 10.1.1: the client waits for 100 before sending the body.
@@ -291,6 +321,10 @@ struct http_server::connection {
       srv->handle(*this, srv->req_);
       parser.reset();
       tm = tm == tmode::request ? tmode::none : tm;
+      if (awaiting) {
+        pause();  // keep-alive is decided when the answer comes
+        break;
+      }
       if (!srv->req_.keep_alive) closing = true;
       if (out.size() >= srv->opt_.output_high_water) pause();
     }
@@ -349,7 +383,7 @@ struct http_server::connection {
     }
     // The buffer goes back to the shard's pool: an idle connection holds no buffers.
     srv->give_buffer(sending);
-    if (paused && out.size() < srv->opt_.output_high_water / 2) resume();
+    if (paused && !awaiting && out.size() < srv->opt_.output_high_water / 2) resume();
     if (dead) return;
     flush();
     if (dead) return;
@@ -403,6 +437,8 @@ void http_response::clear() {
   compressible = true;
   extra_headers.clear();
   storage.clear();
+  defer = false;
+  later = deferred_response();
 }
 
 // ---- router ----
@@ -527,6 +563,8 @@ void http_server::release(connection& k) {
   ::close(k.fd);
   k.fd = -1;
   k.in_use = false;
+  ++k.gen;
+  k.awaiting = false;
   loop_.disarm(k.t);
   // Idle pool slots keep no buffers: 10,000 idle connections cost only their slots.
   std::string().swap(k.in);
@@ -586,6 +624,9 @@ std::string_view http_server::date() {
 void http_server::handle(connection& k, const http_request& req) {
   ++stats_.requests;
   resp_.clear();
+  resp_.later.srv_ = this;
+  resp_.later.conn_ = &k;
+  resp_.later.gen_ = k.gen;
   int status = 0;
   std::string allow;
   const route_handler* h = routes_.find(req.method, req.path, &status, &allow);
@@ -599,11 +640,43 @@ void http_server::handle(connection& k, const http_request& req) {
   } else {
     (*h)(req, resp_);
   }
-  write_response(k, req, resp_, req.method == "HEAD");
+  if (resp_.defer) {
+    if (!k.dstate) k.dstate = std::make_unique<deferred_state>();
+    deferred_state& d = *k.dstate;
+    d.method.assign(req.method);
+    d.inm.assign(req.if_none_match);
+    d.ims.assign(req.if_modified_since);
+    d.ae.assign(req.accept_encoding);
+    d.keep_alive = req.keep_alive;
+    d.version_minor = req.version_minor;
+    k.awaiting = true;
+    return;
+  }
+  write_response(k, request_meta::of(req), resp_);
 }
 
-void http_server::write_response(connection& k, const http_request& req, http_response& r,
-                                 bool head) {
+bool deferred_response::complete(http_response& r) const {
+  return srv_ != nullptr && srv_->complete_deferred(conn_, gen_, r);
+}
+
+bool http_server::complete_deferred(void* conn, uint32_t gen, http_response& r) {
+  auto* k = static_cast<connection*>(conn);
+  if (!k->in_use || k->gen != gen || k->dead || !k->awaiting) return false;
+  const deferred_state& d = *k->dstate;
+  request_meta m{d.method, d.inm, d.ims, d.ae, d.keep_alive, d.version_minor};
+  write_response(*k, m, r);
+  k->awaiting = false;
+  k->tm = connection::tmode::none;
+  if (!d.keep_alive) k->closing = true;
+  if (k->paused && !k->closing && k->out.size() < opt_.output_high_water / 2) k->resume();
+  if (k->dead) return true;
+  k->flush();
+  if (!k->dead) k->update_timer();
+  return true;
+}
+
+void http_server::write_response(connection& k, const request_meta& req, http_response& r) {
+  const bool head = req.method == "HEAD";
   std::string& o = k.out;
   if (o.capacity() < 64) take_buffer(o);
   if (r.status >= 400) ++stats_.errors_4xx;

@@ -20,6 +20,27 @@ struct libdeflate_compressor;
 
 namespace feedplane::net {
 
+class http_server;
+struct http_response;
+
+// A request answered later: a handler that cannot answer at once (the state it needs lives
+// on another shard, say) copies http_response::later, sets http_response::defer and returns;
+// whoever has the answer calls later.complete(response) on the same shard's thread. The
+// connection answers nothing else meanwhile (pipelined requests wait, in order; reading
+// pauses). If the client went away first, complete() returns false and does nothing; if
+// complete() never comes, the connection is closed after the idle timeout.
+class deferred_response {
+ public:
+  bool complete(http_response& r) const;
+  bool valid() const { return srv_ != nullptr; }
+
+ private:
+  friend class http_server;
+  http_server* srv_ = nullptr;
+  void* conn_ = nullptr;
+  uint32_t gen_ = 0;
+};
+
 // What a route handler fills. The server reuses one per shard; views must stay valid until
 // the handler returns (the server copies the bytes into the connection's output).
 struct http_response {
@@ -33,6 +54,8 @@ struct http_response {
   bool compressible = true;        // may be gzip'd for clients that accept it
   std::string extra_headers;       // raw "Name: value\r\n" lines
   std::string storage;             // owned bytes for dynamic bodies: body = storage
+  bool defer = false;              // set by a handler that answers later through `later`
+  deferred_response later;         // filled by the server before the handler runs
 
   // Convenience: owned body text.
   void set_body(std::string_view b) {
@@ -100,6 +123,7 @@ class http_server {
   size_t connection_memory() const;
 
   struct connection;  // private to http_server.cc
+  struct request_meta;
 
  private:
   friend struct connection;
@@ -108,7 +132,9 @@ class http_server {
   connection* alloc_connection();
   void release(connection& k);
   void handle(connection& k, const http_request& req);
-  void write_response(connection& k, const http_request& req, http_response& r, bool head);
+  void write_response(connection& k, const request_meta& req, http_response& r);
+  friend class deferred_response;
+  bool complete_deferred(void* conn, uint32_t gen, http_response& r);
   void write_error(connection& k, int status, const char* reason);
   std::string_view date();
   // Output buffers are lent to connections only while they have output (per-shard pool,
