@@ -94,7 +94,7 @@ void request_parser::reset() {
   cremain_ = 0;
   trailer_bytes_ = 0;
   body_.clear();
-  if (body_.capacity() > 64 * 1024) std::string().swap(body_);  // bound idle memory
+  if (body_.capacity() > size_t{64} * 1024) std::string().swap(body_);  // bound idle memory
 }
 
 parse_status request_parser::parse(std::string_view in, http_request& out) {

@@ -292,7 +292,7 @@ struct http_server::connection {
       in.erase(0, used);
     }
     if (in.empty()) std::string().swap(in);  // rare path (split requests): free at once
-    if (in.capacity() > 64 * 1024 && in.size() < 4096) std::string(in).swap(in);
+    if (in.capacity() > size_t{64} * 1024 && in.size() < 4096) std::string(in).swap(in);
     flush();
   }
 
@@ -604,7 +604,7 @@ void http_server::take_buffer(std::string& s) {
 void http_server::give_buffer(std::string& s) {
   s.clear();
   // Keep a bounded number of moderately sized buffers; the rest go back to the allocator.
-  if (s.capacity() >= 64 && s.capacity() <= 256 * 1024 && buf_pool_.size() < 4096) {
+  if (s.capacity() >= 64 && s.capacity() <= size_t{256} * 1024 && buf_pool_.size() < 4096) {
     buf_pool_.emplace_back();
     buf_pool_.back().swap(s);
   } else {

@@ -42,7 +42,8 @@ std::string static_files::load(const std::string& dir, size_t max_file) {
   while (dirent* e = readdir(d)) {
     std::string name = e->d_name;
     if (name == "." || name == "..") continue;
-    std::string path = dir + "/" + name;
+    std::string path = dir;
+    path.append("/").append(name);
     struct stat st {};
     if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
     if (size_t(st.st_size) > max_file) {
