@@ -92,7 +92,8 @@ class NginxClient : public ::testing::Test {
   static void SetUpTestSuite() {
     srv_ = new nginx_server();
     port_ = free_port();
-    tls_port_ = free_port();
+    do tls_port_ = free_port();
+    while (tls_port_ == port_);
     auto www = srv_->dir() / "www";
     std::ofstream(www / "feed.xml") << feed_body(8192);
     std::ofstream(www / "big.bin") << std::string(300000, 'b');
