@@ -154,3 +154,16 @@ TEST(feed_dedup, seen_set_grows_with_the_feed_and_snapshot_keeps_order) {
   ASSERT_FALSE(snap.empty());
   EXPECT_EQ(snap.back().first, 20u);
 }
+
+TEST(feed_dedup, state_restored_after_a_restart_redelivers_nothing) {
+  feed_state before;
+  const std::string doc = rss({{"a", "", "A", "", ""}, {"b", "", "B", "", ""}});
+  EXPECT_FALSE(before.same_document(doc));
+  EXPECT_EQ(run(before, doc), "new new");
+  feed_state after;  // a new process
+  after.restore(before.document_hash(), before.seen().snapshot());
+  EXPECT_TRUE(after.same_document(doc));
+  EXPECT_EQ(
+      run(after, rss({{"c", "", "C", "", ""}, {"a", "", "A", "", ""}, {"b", "", "B", "", ""}})),
+      "new seen seen");
+}

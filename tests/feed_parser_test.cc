@@ -473,3 +473,17 @@ TEST(feed_render, json_output_shape) {
   EXPECT_NE(out.find("\"updated\":null"), std::string::npos) << out;
   EXPECT_NE(out.find("\"recovered\":[]"), std::string::npos) << out;
 }
+
+TEST(feed_errors, repair_stays_linear_on_floods) {
+  // 50k unclosed elements then 50k stray end tags, and a tag with 50k attributes: the repair
+  // pass must finish (it is bounded to 64 levels / 64 attributes), not go quadratic.
+  std::string doc = "<rss version=\"2.0\"><channel><title>t</title>";
+  for (int i = 0; i < 50000; ++i) doc += "<a>";
+  for (int i = 0; i < 50000; ++i) doc += "</b>";
+  doc += "<item a0=\"\"";
+  for (int i = 1; i < 50000; ++i) doc += " a" + std::to_string(i) + "=\"\" a0=\"\"";
+  doc += "><title>x</title></item></channel></rss>";
+  const auto r = parse(doc);
+  EXPECT_EQ(r.rc, parse_errc::ok);
+  EXPECT_TRUE(r.f.was_recovered(recovery::malformed_xml));
+}

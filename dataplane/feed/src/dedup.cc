@@ -162,6 +162,11 @@ std::vector<std::pair<uint64_t, uint64_t>> seen_set::snapshot() const {
   return v;
 }
 
+void seen_set::restore(const std::vector<std::pair<uint64_t, uint64_t>>& snap) {
+  reserve(snap.size());
+  for (const auto& [id, content] : snap) put(id == 0 ? 1 : id, content);
+}
+
 void seen_set::rebuild(size_t ring_capacity) {
   const auto old = snapshot();
   ring_.assign(ring_capacity, 0);
@@ -183,6 +188,13 @@ bool feed_state::same_document(std::string_view bytes) {
   doc_hash_ = h;
   has_doc_ = true;
   return same;
+}
+
+void feed_state::restore(uint64_t document_hash,
+                         const std::vector<std::pair<uint64_t, uint64_t>>& seen) {
+  doc_hash_ = document_hash;
+  has_doc_ = document_hash != 0;
+  seen_.restore(seen);
 }
 
 void feed_state::classify(const feed& f, std::vector<verdict>& verdicts) {

@@ -95,8 +95,12 @@ void repair_xml(std::string_view s, std::string& out, decode_stats& st) {
         break;
       }
       i = gt + 1;
+      // An end tag closes the nearest open element of its name within 64 levels; further up
+      // it is stray. The bound keeps a flood of stray end tags linear, not quadratic.
       size_t k = open.size();
-      while (k > 0 && open[k - 1] != name) --k;
+      const size_t floor = open.size() > 64 ? open.size() - 64 : 0;
+      while (k > floor && open[k - 1] != name) --k;
+      if (k == floor) k = 0;
       if (k == 0) {
         fixed = true;  // stray end tag: dropped
         continue;
@@ -166,7 +170,7 @@ void repair_xml(std::string_view s, std::string& out, decode_stats& st) {
         } else {
           fixed = true;  // attribute without a value (HTML style)
         }
-        bool dup = false;
+        bool dup = attrs.size() >= 64;  // beyond 64 attributes: dropped (keeps this linear)
         for (auto seen : attrs) dup = dup || seen == an;
         if (dup) {
           fixed = true;

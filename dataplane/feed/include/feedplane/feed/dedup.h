@@ -53,6 +53,8 @@ class seen_set {
   size_t capacity() const { return ring_.size(); }
   // (identity, content) pairs, least recently seen first: what a store persists.
   std::vector<std::pair<uint64_t, uint64_t>> snapshot() const;
+  // Puts a snapshot back (after a restart), oldest first, so nothing is re-delivered.
+  void restore(const std::vector<std::pair<uint64_t, uint64_t>>& snap);
 
  private:
   struct slot {
@@ -83,6 +85,10 @@ class feed_state {
   void classify(const feed& f, std::vector<verdict>& verdicts);
 
   const seen_set& seen() const { return seen_; }
+
+  // Persistence: the last document's hash (0 when none) and the seen set, restored together.
+  uint64_t document_hash() const { return has_doc_ ? doc_hash_ : 0; }
+  void restore(uint64_t document_hash, const std::vector<std::pair<uint64_t, uint64_t>>& seen);
 
  private:
   uint64_t doc_hash_ = 0;
