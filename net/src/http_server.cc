@@ -170,6 +170,7 @@ struct http_server::connection {
   bool continue_sent = false;  // "100 Continue" already sent for the current request
   bool awaiting = false;       // a deferred response is outstanding
   uint32_t gen = 0;            // bumped when the slot is released (stale deferrals miss)
+  uint64_t idle_deadline = 0;  // loop ms after which an idle (or stalled-send) conn closes
   std::unique_ptr<deferred_state> dstate;
   enum class tmode : uint8_t { none, idle, request, send, linger, awaiting } tm = tmode::none;
   op_id recv_op;
@@ -209,6 +210,10 @@ struct http_server::connection {
         k->flush();
         return;
       case tmode::idle:
+        if (k->lp().now_ms() < k->idle_deadline) {
+          k->lp().arm(k->t, k->idle_deadline - k->lp().now_ms());
+          return;
+        }
         ++k->srv->stats_.timeouts;
         k->abort();
         return;
@@ -230,10 +235,13 @@ struct http_server::connection {
       if (tm != tmode::awaiting) set_timer(tmode::awaiting, srv->opt_.idle_timeout_ms);
     } else if (!in.empty() || parser.started()) {
       if (tm != tmode::request) set_timer(tmode::request, srv->opt_.header_timeout_ms);
-    } else if (send_inflight) {
-      set_timer(tmode::send, srv->opt_.idle_timeout_ms);
-    } else if (tm != tmode::idle) {
-      set_timer(tmode::idle, srv->opt_.idle_timeout_ms);
+    } else {
+      // Idle or sending: a lazy deadline. Moving it is one store per request; the timer
+      // is re-armed only when it fires early (or must fire earlier).
+      idle_deadline = lp().now_ms() + srv->opt_.idle_timeout_ms;
+      if (tm != tmode::idle || !t.armed() || t.deadline_ms() > idle_deadline + 1) {
+        set_timer(tmode::idle, srv->opt_.idle_timeout_ms);
+      }
     }
   }
 
@@ -522,7 +530,10 @@ void http_server::on_accept(const completion& c) {
       ++stats_.accepted;
       ++stats_.open;
       k->arm_recv();
-      if (!k->dead) k->set_timer(connection::tmode::idle, opt_.header_timeout_ms);
+      if (!k->dead) {
+        k->idle_deadline = loop_.now_ms() + opt_.header_timeout_ms;
+        k->set_timer(connection::tmode::idle, opt_.header_timeout_ms);
+      }
     }
   }
   if (!c.more() && !stopping_) {
@@ -727,8 +738,11 @@ void http_server::write_response(connection& k, const request_meta& req, http_re
     o.append(r.etag).append("\r\n");
   }
   if (r.last_modified >= 0) {
-    char d[32];
-    o.append("Last-Modified: ").append(format_http_date(r.last_modified, d)).append("\r\n");
+    if (r.last_modified != lm_sec_) {  // static content repeats one value: format it once
+      lm_sec_ = r.last_modified;
+      format_http_date(r.last_modified, lm_);
+    }
+    o.append("Last-Modified: ").append(lm_, 29).append("\r\n");
   }
   if (!r.cache_control.empty()) o.append("Cache-Control: ").append(r.cache_control).append("\r\n");
   if (gzipped) o.append("Content-Encoding: gzip\r\n");

@@ -163,6 +163,8 @@ class http_server {
   std::vector<std::string> buf_pool_;
   int64_t date_sec_ = -1;
   char date_[32] = {};
+  int64_t lm_sec_ = -1;  // last Last-Modified value formatted into lm_
+  char lm_[32] = {};
   server_stats stats_;
 };
 
