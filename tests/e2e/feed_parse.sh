@@ -61,7 +61,7 @@ echo '<rss version="2.0"><channel><item><title>u</title><link>post/1</link></ite
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 python3 -m http.server --bind 127.0.0.1 --directory "$tmp/www" "$port" >/dev/null 2>&1 &
 srv=$!
-trap 'kill $srv 2>/dev/null; rm -rf "$tmp"' EXIT
+trap 'kill $srv 2>/dev/null || true; rm -rf "$tmp"' EXIT
 for _ in $(seq 50); do curl -fs "http://127.0.0.1:$port/dir/f.xml" >/dev/null && break; sleep 0.1; done
 "$bin" parse "http://127.0.0.1:$port/dir/f.xml" >"$tmp/u.json" || fail "URL fetch+parse"
 [ "$(json "$tmp/u.json" 'd["entries"][0]["link"]')" = "http://127.0.0.1:$port/dir/post/1" ] ||
