@@ -194,6 +194,18 @@ TEST_F(NginxClient, OkThenNotModifiedOnRevalidation) {
   EXPECT_EQ(h.fetch(req).status, 200);
 }
 
+TEST_F(NginxClient, IdleConnectionCapClosesInsteadOfPooling) {
+  client_options o;
+  o.max_idle_connections = 0;
+  harness h(o);
+  EXPECT_OK(h.get(base() + "/feed.xml"));
+  auto r = h.get(base() + "/feed.xml");
+  EXPECT_OK(r);
+  EXPECT_FALSE(r.reused_connection);
+  EXPECT_EQ(h.c->stats().connections_opened, 2u);
+  EXPECT_EQ(h.c->stats().connections_reused, 0u);
+}
+
 TEST_F(NginxClient, GzipChunked) {
   harness h;
   auto r = h.get(base() + "/gz/feed.xml");

@@ -217,6 +217,7 @@ void http_client::start_hop(txn* t) {
   if (!p.idle.empty()) {
     conn* c = p.idle.back();
     p.idle.pop_back();
+    --idle_total_;
     loop_.disarm(c->idle_timer);
     ++stats_.connections_reused;
     c->st = conn::state::busy;
@@ -745,7 +746,6 @@ void http_client::release(conn* c, bool reusable, host_pool& p) {
     pump_pool(p);
     return;
   }
-  c->st = conn::state::idle;
   if (!p.waiting.empty()) {
     txn* next = p.waiting.front();
     p.waiting.pop_front();
@@ -756,7 +756,14 @@ void http_client::release(conn* c, bool reusable, host_pool& p) {
     send_request(c);
     return;
   }
+  if (idle_total_ >= opt_.max_idle_connections) {
+    close_conn(c);
+    pump_pool(p);
+    return;
+  }
+  c->st = conn::state::idle;
   p.idle.push_back(c);
+  ++idle_total_;
   loop_.arm(c->idle_timer, opt_.idle_timeout_ms);
 }
 
@@ -785,7 +792,10 @@ void http_client::close_conn(conn* c) {
   }
   if (host_pool* p = c->pool) {
     auto& idle = p->idle;
-    idle.erase(std::remove(idle.begin(), idle.end(), c), idle.end());
+    if (c->st == conn::state::idle) {
+      idle.erase(std::remove(idle.begin(), idle.end(), c), idle.end());
+      --idle_total_;
+    }
     --p->open;
     c->pool = nullptr;
   }

@@ -33,8 +33,9 @@ struct client_options {
   uint32_t total_timeout_ms = 5'000;              // whole fetch, redirects included
   uint64_t max_body = uint64_t{8} * 1024 * 1024;  // wire body and decoded body
   uint32_t max_redirects = 5;
-  uint32_t per_host_connections = 2;  // concurrent connections per scheme+host+port
-  uint32_t idle_timeout_ms = 30'000;  // an idle pooled connection is closed after this
+  uint32_t per_host_connections = 2;     // concurrent connections per scheme+host+port
+  uint32_t idle_timeout_ms = 30'000;     // an idle pooled connection is closed after this
+  uint32_t max_idle_connections = 1024;  // across all hosts; beyond it, close instead of pooling
   uint32_t max_header_bytes = 64 * 1024;
   std::string user_agent = "feedplane/0.1";
   std::string ca_file;  // empty: the system CA store
@@ -175,6 +176,7 @@ class http_client {
   std::vector<std::unique_ptr<conn>> conns_;  // every conn object, live or closing
   std::vector<conn*> conn_free_;
   uint64_t next_id_ = 1;
+  uint32_t idle_total_ = 0;  // connections in some pool's idle list
   counters stats_;
   std::string scratch_;
 
