@@ -124,15 +124,25 @@ void strip_controls(std::string& s, decode_stats& st) {
   // Fast because 16 bytes are classified at once with portable vector extensions (SSE2/NEON
   // code, no ISA flags): "below 0x20 and not tab/LF/CR". No writes unless one is found.
   using v16 = uint8_t __attribute__((vector_size(16)));
-  bool found = false;
-  while (!found && i + 16 <= s.size()) {
-    v16 v;
-    std::memcpy(&v, s.data() + i, 16);
-    const v16 bad = (v < 0x20) & (v != '\t') & (v != '\n') & (v != '\r');
+  auto any = [](v16 m) {
     uint64_t halves[2];
-    std::memcpy(halves, &bad, 16);
-    if ((halves[0] | halves[1]) == 0) {
-      i += 16;
+    std::memcpy(halves, &m, 16);
+    return (halves[0] | halves[1]) != 0;
+  };
+  bool found = false;
+  // 64 bytes a step: one coarse "any byte < 0x20" test; the exact test (excluding tab, LF,
+  // CR) only for steps that hold such a byte, which in feeds is mostly a line break.
+  while (!found && i + 64 <= s.size()) {
+    v16 v[4];
+    std::memcpy(v, s.data() + i, 64);
+    if (!any((v[0] < 0x20) | (v[1] < 0x20) | (v[2] < 0x20) | (v[3] < 0x20))) {
+      i += 64;
+      continue;
+    }
+    v16 bad = {};
+    for (const v16& x : v) bad |= (x < 0x20) & (x != '\t') & (x != '\n') & (x != '\r');
+    if (!any(bad)) {
+      i += 64;
       continue;
     }
     while (!illegal(static_cast<unsigned char>(s[i]))) ++i;

@@ -625,9 +625,20 @@ void parser::impl::rss_item(pugi::xml_node it, bool rdf) {
 // Atom 0.3 and 1.0
 
 void parser::impl::atom_text(pugi::xml_node n, std::string& o) {
-  attr(n, "type", atype);
+  // type and mode in one pass over the attributes (most text constructs have none).
+  atype.clear();
+  scratch.clear();
+  for (pugi::xml_attribute a = n.first_attribute(); a; a = a.next_attribute()) {
+    const char* name = a.name();
+    if (std::strcmp(name, "type") == 0) {
+      decode_entities(a.value(), atype, st);
+      trim(atype);
+    } else if (std::strcmp(name, "mode") == 0) {
+      decode_entities(a.value(), scratch, st);
+      trim(scratch);
+    }
+  }
   const std::string& type = atype;
-  attr(n, "mode", scratch);
   const bool base64 = scratch == "base64";
   if (type == "xhtml" || scratch == "xml" || type == "application/xhtml+xml") {
     o.clear();
@@ -740,19 +751,18 @@ void parser::impl::atom_link(pugi::xml_node n, std::string* alternate, entry* e,
   std::string_view rel = scratch;
   if (rel.starts_with("http://www.iana.org/assignments/relation/"))
     rel.remove_prefix(std::strlen("http://www.iana.org/assignments/relation/"));
-  std::string href;
   attr(n, "href", scratch2);
   if (scratch2.empty()) return;
-  resolve_url(base(), scratch2, href);
+  // Resolved straight into its destination: no temporary string per link.
   if (rel.empty() || rel == "alternate") {
-    if (alternate != nullptr && alternate->empty()) *alternate = std::move(href);
+    if (alternate != nullptr && alternate->empty()) resolve_url(base(), scratch2, *alternate);
   } else if (feed_level && rel == "self") {
-    if (out->self_link.empty()) out->self_link = std::move(href);
+    if (out->self_link.empty()) resolve_url(base(), scratch2, out->self_link);
   } else if (feed_level && rel == "hub") {
-    out->hub_links.push_back(std::move(href));
+    resolve_url(base(), scratch2, out->hub_links.emplace_back());
   } else if (e != nullptr && rel == "enclosure") {
     enclosure& enc = e->enclosures.emplace_back();
-    enc.url = std::move(href);
+    resolve_url(base(), scratch2, enc.url);
     attr(n, "type", enc.type);
     attr(n, "length", scratch);
     enc.length = 0;
