@@ -69,6 +69,18 @@ TEST(MatcherIndex, Basics) {
   EXPECT_EQ(f.match("", "<script>center()</script><style>.center{}</style>"), (ids{}));
 }
 
+TEST(MatcherIndex, PlainTextFastPathAgreesWithTheParser) {
+  fixture f;
+  f.add(1, "Rust TOKIO rust");
+  f.add(2, "rust  tokio");  // double space: the parser's path
+  f.add(3, "a1 a2 a3 a4 a5 a6 a7 a8 a9");  // nine words: a general clause
+  EXPECT_EQ(f.idx.add(4, "the"), "only very frequent words: the would match nearly every article; add a rarer word");
+  EXPECT_EQ(f.idx.add(4, "a b c d e f g h i j k l m n o p q"), "too many words: 17 (the limit is 16)");
+  EXPECT_EQ(f.idx.add(4, "x OR"), "OR at column 3 has nothing after it");
+  EXPECT_EQ(f.match("", "tokio and RUST"), (ids{1, 2}));
+  EXPECT_EQ(f.match("a9 a8 a7 a6 a5", "a4 a3 a2 a1"), (ids{3}));
+}
+
 TEST(MatcherIndex, MatchedWords) {
   fixture f;
   f.add(1, "rust tokio async");

@@ -106,10 +106,11 @@ struct postings {
   }
 };
 
-// 40 bytes; a word of up to 16 bytes is compared without leaving the entry.
-struct word_entry {
+// 32 bytes, aligned, so that looking a word up touches one cache line of entries: a word
+// of up to 16 bytes is compared without leaving the entry. Its hash is recomputed where
+// needed (rehashing, deletion, filing), never on the matching path.
+struct alignas(32) word_entry {
   static constexpr size_t k_inline = 16;
-  uint64_t hash = 0;
   uint32_t* block = nullptr;  // postings (see struct postings), null when none
   uint32_t refs = 0;    // subscription clauses using the word
   uint32_t length = 0;  // 0: the id is free
@@ -141,9 +142,33 @@ struct general_sub {
   std::vector<uint32_t> clauses;
 };
 
+
 // Subscription table entry: class << 28 | filing word (plain), 8 << 28 | general index.
 constexpr uint32_t k_absent = 0xFFFFFFFFu;
 constexpr uint32_t k_word_mask = (1u << 28) - 1;
+
+// The per-id table, in chunks of 4096 entries so that growing it never copies (or stalls
+// on) what is already there.
+class id_table {
+ public:
+  static constexpr uint32_t k_bits = 12;
+  size_t size() const { return chunks_.size() << k_bits; }
+  uint32_t get(uint32_t id) const { return id < size() ? (*this)[id] : k_absent; }
+  uint32_t& operator[](uint32_t id) { return chunks_[id >> k_bits][id & k_mask]; }
+  const uint32_t& operator[](uint32_t id) const { return chunks_[id >> k_bits][id & k_mask]; }
+  // Makes ids [0, id] addressable (new entries k_absent).
+  void ensure(uint32_t id) {
+    while (id >= size()) {
+      chunks_.emplace_back(new uint32_t[size_t{1} << k_bits]);
+      std::fill_n(chunks_.back().get(), size_t{1} << k_bits, k_absent);
+    }
+  }
+  size_t bytes() const { return size() * sizeof(uint32_t) + chunks_.capacity() * sizeof(chunks_[0]); }
+
+ private:
+  static constexpr uint32_t k_mask = (1u << k_bits) - 1;
+  std::vector<std::unique_ptr<uint32_t[]>> chunks_;
+};
 
 }  // namespace
 
@@ -164,7 +189,7 @@ struct index::impl {
   size_t text_garbage = 0;
 
   // ---- subscriptions
-  std::vector<uint32_t> subs;  // indexed by id
+  id_table subs;  // by id: class << 28 | filing word, or 8 << 28 | general index
   std::vector<general_sub> generals;
   std::vector<uint32_t> free_generals;
   std::vector<general_clause> clauses;
@@ -199,6 +224,8 @@ struct index::impl {
     return {e.length <= word_entry::k_inline ? e.small : text.data() + e.text, e.length};
   }
 
+  uint64_t hash_of(uint32_t w) const { return word_hash(word_text(w)); }
+
   uint32_t find_word(uint64_t h, std::string_view s) const {
     const size_t mask = slots.size() - 1;
     const uint64_t tag = h >> 32;
@@ -223,17 +250,17 @@ struct index::impl {
     std::vector<uint64_t> old = std::move(slots);
     slots.assign(old.size() * 2, 0);
     for (uint64_t v : old) {
-      if (v) insert_slot(words[static_cast<uint32_t>(v) - 1].hash, static_cast<uint32_t>(v) - 1);
+      if (v) insert_slot(hash_of(static_cast<uint32_t>(v) - 1), static_cast<uint32_t>(v) - 1);
     }
   }
 
   // Removes word w's slot; backward-shift deletion keeps linear probing exact.
   void erase_slot(uint32_t w) {
     const size_t mask = slots.size() - 1;
-    size_t i = words[w].hash & mask;
+    size_t i = hash_of(w) & mask;
     while (static_cast<uint32_t>(slots[i]) != w + 1) i = (i + 1) & mask;
     for (size_t j = (i + 1) & mask; slots[j] != 0; j = (j + 1) & mask) {
-      const size_t home = words[static_cast<uint32_t>(slots[j]) - 1].hash & mask;
+      const size_t home = hash_of(static_cast<uint32_t>(slots[j]) - 1) & mask;
       // Move slots[j] into the hole at i if its home is not in (i, j] cyclically.
       if (((j - home) & mask) >= ((j - i) & mask)) {
         slots[i] = slots[j];
@@ -245,8 +272,8 @@ struct index::impl {
   }
 
   // Returns the id of word s, adding it with no references if new.
-  uint32_t intern(std::string_view s) {
-    const uint64_t h = word_hash(s);
+  uint32_t intern(std::string_view s) { return intern(word_hash(s), s); }
+  uint32_t intern(uint64_t h, std::string_view s) {
     if (uint32_t w = find_word(h, s); w != k_none) return w;
     if ((used_slots + 1) * 2 > slots.size()) grow_slots();
     uint32_t w;
@@ -261,7 +288,6 @@ struct index::impl {
         in_title.resize(in_title.size() + 64, 0);
       }
     }
-    words[w].hash = h;
     words[w].length = static_cast<uint32_t>(s.size());
     words[w].refs = 0;
     if (s.size() <= word_entry::k_inline) {
@@ -309,6 +335,8 @@ struct index::impl {
     return std::min(a, b);
   }
 
+  uint32_t frequency_of(uint32_t w) const { return frequency_of_hash(hash_of(w)); }
+
   void count(uint64_t h, uint32_t times) {
     uint16_t& a = sketch[h & (k_sketch_width - 1)];
     uint16_t& b = sketch[k_sketch_width + ((h >> 40) & (k_sketch_width - 1))];
@@ -326,7 +354,7 @@ struct index::impl {
 
   // Rarer first; ties to the longer word (longer words are rarer), then the lower id.
   bool rarer(uint32_t a, uint32_t b) const {
-    const uint32_t fa = frequency_of_hash(words[a].hash), fb = frequency_of_hash(words[b].hash);
+    const uint32_t fa = frequency_of(a), fb = frequency_of(b);
     if (fa != fb) return fa < fb;
     if (words[a].length != words[b].length) return words[a].length > words[b].length;
     return a < b;
@@ -351,19 +379,30 @@ struct index::impl {
     return true;
   }
 
-  void ensure_sub(uint32_t id) {
-    if (id >= subs.size()) subs.resize(std::max<size_t>(size_t{id} + 1, subs.size() + subs.size() / 2), k_absent);
-  }
+  void ensure_sub(uint32_t id) { subs.ensure(id); }
 
-  void add_plain(uint32_t id, const query_clause& c) {
-    uint32_t ws[k_max_plain_words];
-    size_t n = 0;
-    for (const auto& t : c.must) {
-      const uint32_t w = intern(t.words[0]);
-      ++words[w].refs;
-      ws[n++] = w;
+  // Words of a plain conjunction, distinct, at most k_max_plain_words.
+  void add_plain(uint32_t id, const std::string_view* word_texts, size_t n) {
+    uint32_t ws[k_max_plain_words] = {};
+    uint64_t hs[k_max_plain_words] = {};
+    // Hash all words first and prefetch their slots, so their cache misses overlap.
+    for (size_t i = 0; i < n; ++i) {
+      hs[i] = word_hash(word_texts[i]);
+      __builtin_prefetch(&slots[hs[i] & (slots.size() - 1)]);
     }
-    const uint32_t filed = rarest(ws, n);
+    uint32_t filed = k_none, filed_frequency = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const uint32_t w = intern(hs[i], word_texts[i]);
+      ++words[w].refs;
+      ws[i] = w;
+      const uint32_t f = frequency_of_hash(hs[i]);
+      if (filed == k_none || f < filed_frequency ||
+          (f == filed_frequency && (words[w].length > words[filed].length ||
+                                    (words[w].length == words[filed].length && w < filed)))) {
+        filed = w;
+        filed_frequency = f;
+      }
+    }
     uint32_t entry[k_max_plain_words + 1];
     entry[0] = id;
     size_t k = 1;
@@ -537,15 +576,38 @@ struct index::impl {
     sequence.clear();
     const size_t title = a.title_words();
     const size_t nd = a.distinct();
-    // One lookup per distinct word (the article found them once for every shard).
+    // One lookup per distinct word (the article found them once for every shard), in
+    // three passes so that the cache misses of different words overlap instead of queuing:
+    // prefetch every word's slot; read the slots and prefetch the word entries they name;
+    // then compare the text, set the bits and prefetch the first postings.
     distinct_ids.resize(nd);
+    const size_t mask = slots.size() - 1;
+    for (size_t d = 0; d < nd; ++d) __builtin_prefetch(&slots[a.hash(a.first(d)) & mask]);
+    for (size_t d = 0; d < nd; ++d) {
+      const uint64_t h = a.hash(a.first(d));
+      uint32_t guess = k_none;
+      for (size_t i = h & mask;; i = (i + 1) & mask) {
+        const uint64_t v = slots[i];
+        if (v == 0) break;
+        if ((v >> 32) == (h >> 32)) {
+          guess = static_cast<uint32_t>(v) - 1;
+          __builtin_prefetch(&words[guess]);
+          break;
+        }
+      }
+      distinct_ids[d] = guess;
+    }
     for (size_t d = 0; d < nd; ++d) {
       const uint32_t i = a.first(d);
       const uint64_t h = a.hash(i);
       if (counted) count(h, a.count(d));
-      const uint32_t w = find_word(h, a.word(i));
-      distinct_ids[d] = w;
+      uint32_t w = distinct_ids[d];
       if (w == k_none) continue;
+      if (word_text(w) != a.word(i)) {
+        w = find_word(h, a.word(i));  // a 32-bit tag collision: probe properly
+        distinct_ids[d] = w;
+        if (w == k_none) continue;
+      }
       const uint64_t m = uint64_t{1} << (w & 63);
       present[w >> 6] |= m;
       if (i < title) in_title[w >> 6] |= m;
@@ -645,17 +707,34 @@ struct index::impl {
   }
 
   // ===== maintenance =====
-  // Re-files the entries of word w's arrays whose rarest word is now at most half as
-  // frequent; trims slack. Returns entries examined; adds moves to *moved.
-  size_t maintain_word(uint32_t w, size_t* moved) {
-    size_t examined = 0;
-    if (!words[w].block || words[w].length == 0) return 0;
-    const uint32_t fw = frequency_of_hash(words[w].hash);
-    for (int cls = 0; cls < k_classes; ++cls) {
+  // Where maintain() resumes: a word, a class of its postings, an entry of that class.
+  uint32_t cursor_word = 0;
+  int cursor_class = 0;
+  uint32_t cursor_entry = 0;
+
+  // Examines up to budget entries from the cursor on: an entry whose rarest word is now at
+  // most half as frequent as its filing word moves to that word; a word's block is
+  // trimmed when the cursor leaves it. Returns entries examined; adds moves to *moved.
+  size_t maintain(size_t budget, size_t* moved) {
+    size_t examined = 0, words_visited = 0;
+    while (examined < budget && words_visited <= words.size()) {
+      if (cursor_word >= words.size()) cursor_word = 0;
+      const uint32_t w = cursor_word;
+      if (!words[w].block || words[w].length == 0 || cursor_class == k_classes) {
+        if (words[w].block) words[w].block = postings::trim(words[w].block);
+        ++cursor_word;
+        cursor_class = 0;
+        cursor_entry = 0;
+        ++words_visited;
+        ++examined;  // an empty word still costs a look
+        continue;
+      }
+      const int cls = cursor_class;
       const size_t stride = stride_of(cls);
-      uint32_t i = 0;
-      while (i < postings::size(words[w].block, cls)) {
+      const uint32_t fw = frequency_of(w);
+      while (examined < budget && cursor_entry < postings::size(words[w].block, cls)) {
         ++examined;
+        const uint32_t i = cursor_entry;
         const uint32_t* e = postings::entries(words[w].block, cls) + size_t{i} * stride;
         uint32_t best = w;
         if (cls == k_general) {
@@ -666,8 +745,8 @@ struct index::impl {
             if (rarer(e[k], best)) best = e[k];
           }
         }
-        if (best == w || frequency_of_hash(words[best].hash) * 2 >= fw) {
-          ++i;
+        if (best == w || frequency_of(best) * 2 >= fw) {
+          ++cursor_entry;
           continue;
         }
         uint32_t entry[k_max_plain_words + 1];
@@ -681,11 +760,14 @@ struct index::impl {
           subs[entry[0]] = (static_cast<uint32_t>(cls) << 28) | best;
         }
         append(best, cls, entry);
-        postings::erase(words[w].block, cls, i);
+        postings::erase(words[w].block, cls, i);  // the last entry moves into i: look again
         ++*moved;
       }
+      if (cursor_entry >= postings::size(words[w].block, cls)) {
+        ++cursor_class;
+        cursor_entry = 0;
+      }
     }
-    words[w].block = postings::trim(words[w].block);
     return examined;
   }
 };
@@ -697,7 +779,51 @@ index::~index() {
 
 const query_parser& index::parser() const { return impl_->parser; }
 
+// The common case without the parser: ASCII letters and digits separated by single
+// spaces, no operator, at most 8 distinct words, not all frequent. Same result as
+// parsing. Returns false to let the parser handle (or reject) everything else.
+bool index::add_plain_text(uint32_t id, std::string_view query) {
+  auto& m = *impl_;
+  char folded[256];
+  if (query.empty() || query.size() > sizeof folded) return false;
+  std::string_view ws[k_max_plain_words];
+  size_t n = 0, begin = 0;
+  bool all_frequent = true;
+  for (size_t i = 0; i <= query.size(); ++i) {
+    const char c = i < query.size() ? query[i] : ' ';
+    if (c != ' ') {
+      const bool lower = c >= 'a' && c <= 'z', upper = c >= 'A' && c <= 'Z';
+      if (!lower && !upper && !(c >= '0' && c <= '9')) return false;
+      folded[i] = upper ? static_cast<char>(c + 32) : c;
+      continue;
+    }
+    if (i == begin) return false;  // leading, trailing or double space
+    const std::string_view raw = query.substr(begin, i - begin);
+    if (raw == "OR" || raw == "AND" || raw == "NOT") return false;
+    const std::string_view w(folded + begin, i - begin);
+    begin = i + 1;
+    if (std::find(ws, ws + n, w) != ws + n) continue;
+    if (n == k_max_plain_words) return false;
+    ws[n++] = w;
+    all_frequent &= m.parser.is_frequent(w);
+  }
+  if (all_frequent || n == 0) return false;
+  // Repeated words count toward the limit as the parser counts them.
+  if (static_cast<size_t>(std::count(query.begin(), query.end(), ' ')) + 1 > m.parser.limits().max_words) {
+    return false;
+  }
+  m.ensure_sub(id);
+  if (m.subs[id] != k_absent) {
+    m.remove_sub(id);
+  } else {
+    ++subscriptions_;
+  }
+  m.add_plain(id, ws, n);
+  return true;
+}
+
 std::string index::add(uint32_t id, std::string_view query) {
+  if (add_plain_text(id, query)) return {};
   parsed_query q;
   if (auto err = impl_->parser.parse(query, q); !err.empty()) return err;
   add(id, q);
@@ -713,7 +839,10 @@ void index::add(uint32_t id, const parsed_query& q) {
     ++subscriptions_;
   }
   if (impl::plain(q)) {
-    m.add_plain(id, q.clauses[0]);
+    std::string_view ws[k_max_plain_words];
+    const auto& must = q.clauses[0].must;
+    for (size_t i = 0; i < must.size(); ++i) ws[i] = must[i].words[0];
+    m.add_plain(id, ws, must.size());
   } else {
     m.add_general(id, q);
   }
@@ -721,14 +850,18 @@ void index::add(uint32_t id, const parsed_query& q) {
 
 bool index::remove(uint32_t id) {
   auto& m = *impl_;
-  if (id >= m.subs.size() || m.subs[id] == k_absent) return false;
+  if (m.subs.get(id) == k_absent) return false;
   m.remove_sub(id);
   --subscriptions_;
   return true;
 }
 
+void index::reserve(uint32_t ids) {
+  if (ids) impl_->subs.ensure(ids - 1);
+}
+
 bool index::contains(uint32_t id) const {
-  return id < impl_->subs.size() && impl_->subs[id] != k_absent;
+  return impl_->subs.get(id) != k_absent;
 }
 
 void index::match(const article& a, match_result& out) { impl_->match(a, out); }
@@ -762,14 +895,8 @@ void index::matched_words(const match_result& r, size_t k, std::vector<std::stri
 }
 
 size_t index::maintain(size_t budget) {
-  auto& m = *impl_;
-  size_t moved = 0, examined = 0;
-  const size_t n = m.words.size();
-  for (size_t visited = 0; visited < n && examined < budget; ++visited) {
-    if (m.maintain_cursor >= n) m.maintain_cursor = 0;
-    examined += m.maintain_word(m.maintain_cursor, &moved) + 1;
-    ++m.maintain_cursor;
-  }
+  size_t moved = 0;
+  impl_->maintain(budget, &moved);
   return moved;
 }
 
@@ -786,7 +913,7 @@ index::memory index::memory_usage() const {
   r.vocabulary = m.slots.capacity() * sizeof(uint64_t) + m.words.capacity() * sizeof(word_entry) +
                  m.text.capacity() + m.free_words.capacity() * sizeof(uint32_t) +
                  (m.present.capacity() + m.in_title.capacity()) * sizeof(uint64_t);
-  r.subscriptions = m.subs.capacity() * sizeof(uint32_t) +
+  r.subscriptions = m.subs.bytes() +
                     m.generals.capacity() * sizeof(general_sub) +
                     m.clauses.capacity() * sizeof(general_clause);
   for (const auto& g : m.generals) r.subscriptions += g.clauses.capacity() * sizeof(uint32_t);

@@ -331,10 +331,14 @@ bool same_clause(const query_clause& a, const query_clause& b) {
 }  // namespace
 
 query_parser::query_parser(query_limits limits, const std::vector<std::string>& frequent)
-    : limits_(limits), frequent_(frequent.begin(), frequent.end()) {}
+    : limits_(limits), frequent_(frequent) {
+  std::sort(frequent_.begin(), frequent_.end());
+}
 
 bool query_parser::is_frequent(std::string_view word) const {
-  return frequent_.count(std::string(word)) != 0;
+  auto it = std::lower_bound(frequent_.begin(), frequent_.end(), word,
+                             [](const std::string& a, std::string_view b) { return a < b; });
+  return it != frequent_.end() && *it == word;
 }
 
 std::string query_parser::parse(std::string_view text, parsed_query& out) {

@@ -91,6 +91,8 @@ class index {
   // Removes subscription id; false if there was none.
   bool remove(uint32_t id);
   bool contains(uint32_t id) const;
+  // Makes room for ids [0, ids) in the per-id table (saves its growth slack on bulk loads).
+  void reserve(uint32_t ids);
   size_t size() const { return subscriptions_; }
 
   // Matches one article; results replace what *out held. Also counts the article's words
@@ -123,6 +125,8 @@ class index {
   const query_parser& parser() const;
 
  private:
+  bool add_plain_text(uint32_t id, std::string_view query);
+
   struct impl;
   std::unique_ptr<impl> impl_;
   size_t subscriptions_ = 0;

@@ -23,7 +23,6 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
-#include <unordered_set>
 #include <vector>
 
 #include "feedplane/matcher/text.h"
@@ -79,7 +78,7 @@ class query_parser {
 
  private:
   query_limits limits_;
-  std::unordered_set<std::string> frequent_;
+  std::vector<std::string> frequent_;  // sorted
   token_buffer scratch_;
 };
 
