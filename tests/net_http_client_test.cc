@@ -245,6 +245,11 @@ TEST_F(NginxClient, RedirectChainReportsEachHop) {
   EXPECT_EQ(r.redirects[2].to, base() + "/r308");  // relative Location resolved
   EXPECT_EQ(r.redirects[3].status, 308);
   EXPECT_TRUE(r.redirects[3].permanent);
+  // 301 then 302: the stored URL moves to the 301's target only.
+  EXPECT_EQ(r.permanent_url(), base() + "/r302");
+  auto direct = h.get(base() + "/r308");
+  EXPECT_EQ(direct.permanent_url(), base() + "/feed.xml");
+  EXPECT_EQ(h.get(base() + "/r307").permanent_url(), "");
   EXPECT_EQ(r.body.size(), 8192u);
 }
 

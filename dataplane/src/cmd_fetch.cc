@@ -159,6 +159,7 @@ int run_fetch(const fetch_opts& o) {
                        h.permanent ? "true" : "false");
   }
   out += "]";
+  if (!r.permanent_url().empty()) out += ", \"permanent_url\": " + json_string(r.permanent_url());
   out += fmt::format(", \"status\": {}", r.status);
   // Header names keep their case; repeated headers are joined with ", " (a JSON object).
   std::vector<std::pair<std::string, std::string>> merged;

@@ -77,7 +77,8 @@ check "$tmp/a.json" 'd["status"] == 200' "d[\"decoded_bytes\"] == $size" 'd["wir
 
 "$bin" fetch "$base/old" -o "$tmp/body.xml" >"$tmp/b.json" || fail "fetch redirect exited non-zero"
 check "$tmp/b.json" 'd["status"] == 200' 'len(d["redirects"]) == 1' 'd["redirects"][0]["permanent"] is True' \
-  'd["redirects"][0]["status"] == 301' "d[\"final_url\"] == \"$base/feed.xml\""
+  'd["redirects"][0]["status"] == 301' "d[\"final_url\"] == \"$base/feed.xml\"" \
+  "d[\"permanent_url\"] == \"$base/feed.xml\""
 cmp -s "$tmp/body.xml" "$tmp/www/feed.xml" || fail "--output body differs"
 
 etag=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["headers"].get("ETag",""))' "$tmp/b.json")

@@ -77,6 +77,18 @@ struct fetch_result {
   uint64_t decoded_bytes = 0;  // body.size()
   uint64_t elapsed_ms = 0;
   bool reused_connection = false;  // the final response came over a pooled connection
+
+  // Where a crawler should move its stored URL: the target of the last hop of the unbroken
+  // run of permanent redirects (301/308) at the start of the chain; empty when the first
+  // hop is temporary or there was none (a 302 after a 301 keeps the 301's target).
+  std::string_view permanent_url() const {
+    std::string_view u;
+    for (const auto& h : redirects) {
+      if (!h.permanent) break;
+      u = h.to;
+    }
+    return u;
+  }
 };
 
 class http_client {
