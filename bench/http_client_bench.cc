@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <string>
@@ -44,14 +45,17 @@ std::string feed_8k() {
   return s;
 }
 
-enum class mode { ok200, not_modified, gzip };
+enum class mode { ok200, not_modified, gzip, https };
 
 struct env_t {
   feedplane::test::nginx_server nginx;
   uint16_t port = 0;
+  uint16_t tls_port = 0;
+  std::string ca_file;
   std::string body = feed_8k();
   std::string etag;
   std::string url(mode m) const {
+    if (m == mode::https) return "https://localhost:" + std::to_string(tls_port) + "/feed.xml";
     return "http://127.0.0.1:" + std::to_string(port) +
            (m == mode::gzip ? "/gz/feed.xml" : "/feed.xml");
   }
@@ -63,12 +67,33 @@ env_t* g_env = nullptr;
 bool start_env(std::string* err) {
   g_env = new env_t();
   g_env->port = feedplane::test::free_port();
+  do g_env->tls_port = feedplane::test::free_port();
+  while (g_env->tls_port == g_env->port);
   std::ofstream(g_env->nginx.dir() / "www" / "feed.xml") << g_env->body;
+  // A CA and a localhost certificate for the HTTPS case, made with the openssl CLI.
+  std::string d = g_env->nginx.dir().string();
+  std::string cmd =
+      "cd " + d +
+      " && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key"
+      " -out ca.pem -days 2 -subj /CN=bench-ca 2>/dev/null && openssl req -newkey ec -pkeyopt"
+      " ec_paramgen_curve:P-256 -nodes -keyout leaf.key -out leaf.csr -subj /CN=localhost"
+      " 2>/dev/null && printf 'subjectAltName=DNS:localhost\\n' > ext.cnf && openssl x509 -req"
+      " -in leaf.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out leaf.pem -days 2"
+      " -extfile ext.cnf 2>/dev/null";
+  if (std::system(cmd.c_str()) != 0) {
+    *err = "openssl could not make the bench certificates";
+    return false;
+  }
+  g_env->ca_file = d + "/ca.pem";
   std::string conf =
       "  server {\n    listen 127.0.0.1:" + std::to_string(g_env->port) +
       " backlog=1024;\n    root @DIR@/www;\n"
       "    location /gz/ { alias @DIR@/www/; gzip on; gzip_types application/rss+xml;"
-      " gzip_min_length 0; gzip_comp_level 1; }\n  }\n";
+      " gzip_min_length 0; gzip_comp_level 1; }\n  }\n"
+      "  server {\n    listen 127.0.0.1:" +
+      std::to_string(g_env->tls_port) +
+      " ssl backlog=1024;\n    root @DIR@/www;\n    ssl_certificate @DIR@/leaf.pem;\n"
+      "    ssl_certificate_key @DIR@/leaf.key;\n  }\n";
   *err = g_env->nginx.start(conf, g_env->port, 1);
   return err->empty();
 }
@@ -94,6 +119,7 @@ class fp_runner {
     if (!l_) return err;
     feedplane::net::client_options o;
     o.per_host_connections = k_concurrency;
+    o.ca_file = g_env->ca_file;
     client_ = feedplane::net::http_client::create(*l_, o, &err);
     if (!client_) return err;
     req_.url = g_env->url(m);
@@ -193,6 +219,7 @@ class curl_runner {
       curl_easy_setopt(t.easy, CURLOPT_NOSIGNAL, 1L);
       curl_easy_setopt(t.easy, CURLOPT_TCP_NODELAY, 1L);
       if (m == mode::gzip) curl_easy_setopt(t.easy, CURLOPT_ACCEPT_ENCODING, "gzip");
+      if (m == mode::https) curl_easy_setopt(t.easy, CURLOPT_CAINFO, g_env->ca_file.c_str());
       if (m == mode::not_modified) {
         t.headers = curl_slist_append(nullptr, inm_.c_str());
         curl_easy_setopt(t.easy, CURLOPT_HTTPHEADER, t.headers);
@@ -339,8 +366,8 @@ void register_all() {
     const char* name;
     mode m;
   };
-  for (auto [name, m] :
-       {item{"200", mode::ok200}, item{"304", mode::not_modified}, item{"gzip", mode::gzip}}) {
+  for (auto [name, m] : {item{"200", mode::ok200}, item{"304", mode::not_modified},
+                         item{"gzip", mode::gzip}, item{"https_200", mode::https}}) {
     std::string n = name;
     benchmark::RegisterBenchmark(("feedplane_vs_libcurl_multi/" + n).c_str(),
                                  [m, n](benchmark::State& st) { bm_case(st, m, n); })
@@ -385,16 +412,16 @@ int main(int argc, char** argv) {
   benchmark::RunSpecifiedBenchmarks();
   std::printf("\nSummary (fetches per client CPU-second; concurrency %d; nginx 1 worker):\n",
               k_concurrency);
-  std::printf("%-6s %14s %14s %7s %16s %16s %12s\n", "case", "feedplane", "libcurl_multi", "ratio",
+  std::printf("%-9s %14s %14s %7s %16s %16s %12s\n", "case", "feedplane", "libcurl_multi", "ratio",
               "feedplane wall/s", "curl wall/s", "wrk req/s");
   for (auto [name, m] : {std::pair{"200", mode::ok200}, std::pair{"304", mode::not_modified},
-                         std::pair{"gzip", mode::gzip}}) {
+                         std::pair{"gzip", mode::gzip}, std::pair{"https_200", mode::https}}) {
     double fp = g_env->cpu_rate[std::string("feedplane/") + name];
     double cu = g_env->cpu_rate[std::string("libcurl_multi/") + name];
     double fw = g_env->wall_rate[std::string("feedplane/") + name];
     double cw = g_env->wall_rate[std::string("libcurl_multi/") + name];
     double wrk = run_wrk(m);
-    std::printf("%-6s %14.0f %14.0f %6.2fx %16.0f %16.0f %12.0f\n", name, fp, cu,
+    std::printf("%-9s %14.0f %14.0f %6.2fx %16.0f %16.0f %12.0f\n", name, fp, cu,
                 cu > 0 ? fp / cu : 0.0, fw, cw, wrk);
   }
   delete g_env;
