@@ -77,6 +77,7 @@ TEST(MatcherIndex, PlainTextFastPathAgreesWithTheParser) {
   EXPECT_EQ(f.idx.add(4, "the"), "only very frequent words: the would match nearly every article; add a rarer word");
   EXPECT_EQ(f.idx.add(4, "a b c d e f g h i j k l m n o p q"), "too many words: 17 (the limit is 16)");
   EXPECT_EQ(f.idx.add(4, "x OR"), "OR at column 3 has nothing after it");
+  EXPECT_NE(f.idx.add(4, std::string(200, 'y')), "");  // too long a word, fast path or not
   EXPECT_EQ(f.match("", "tokio and RUST"), (ids{1, 2}));
   EXPECT_EQ(f.match("a9 a8 a7 a6 a5", "a4 a3 a2 a1"), (ids{3}));
 }

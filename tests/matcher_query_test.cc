@@ -98,6 +98,7 @@ TEST(MatcherQuery, Rejections) {
   EXPECT_EQ(error("(a1 OR a2) (b1 OR b2) (c1 OR c2) (d1 OR d2)"),
             "too many alternatives: the query expands to more than 8 AND-clauses (OR and NOT multiply out)");
   EXPECT_EQ(error("(a1 OR a2) (b1 OR b2) (c1 OR c2)"), "");
+  EXPECT_EQ(error("rust " + std::string(129, 'x')), "a word is too long: 129 bytes (the limit is 128), starting \"xxxxxxxxxxxxxxxx\"");
 }
 
 TEST(MatcherQuery, LimitsAreConfigurable) {

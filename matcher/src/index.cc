@@ -90,19 +90,25 @@ struct postings {
     }
     return n;
   }
-  // Trims unused capacity when it exceeds an eighth; frees an empty block.
-  static uint32_t* trim(uint32_t* b) {
+  // Trims unused capacity when it is over a third of the block and 16 entries (so that
+  // a block growing by appends is not trimmed again and again); frees an empty block.
+  // Returns the uint32s copied.
+  static size_t trim(uint32_t*& b) {
     if (empty(b)) {
       std::free(b);
-      return nullptr;
+      b = nullptr;
+      return 0;
     }
     uint32_t caps[k_classes];
-    bool slack = false;
+    size_t used = 0, unused = 0;
     for (int c = 0; c < k_classes; ++c) {
       caps[c] = size(b, c);
-      slack |= capacity(b, c) > caps[c] + caps[c] / 8 + 1;
+      used += caps[c] * stride_of(c);
+      unused += (capacity(b, c) - caps[c]) * stride_of(c);
     }
-    return slack ? reallocate(b, caps) : b;
+    if (unused <= 16 || unused * 2 <= used) return 0;
+    b = reallocate(b, caps);
+    return used;
   }
 };
 
@@ -113,7 +119,8 @@ struct alignas(32) word_entry {
   static constexpr size_t k_inline = 16;
   uint32_t* block = nullptr;  // postings (see struct postings), null when none
   uint32_t refs = 0;    // subscription clauses using the word
-  uint32_t length = 0;  // 0: the id is free
+  uint16_t length = 0;  // 0: the id is free (query words are at most 128 bytes)
+  uint16_t frequency = 0;  // the sketch's count when last refreshed (filing decisions)
   union {
     char small[k_inline];  // length <= k_inline: the word itself
     uint32_t text;         // longer: offset of the word in the text arena
@@ -273,8 +280,13 @@ struct index::impl {
 
   // Returns the id of word s, adding it with no references if new.
   uint32_t intern(std::string_view s) { return intern(word_hash(s), s); }
+  // Also refreshes the word's frequency snapshot.
   uint32_t intern(uint64_t h, std::string_view s) {
-    if (uint32_t w = find_word(h, s); w != k_none) return w;
+    const auto f = static_cast<uint16_t>(frequency_of_hash(h));
+    if (uint32_t w = find_word(h, s); w != k_none) {
+      words[w].frequency = f;
+      return w;
+    }
     if ((used_slots + 1) * 2 > slots.size()) grow_slots();
     uint32_t w;
     if (!free_words.empty()) {
@@ -288,7 +300,7 @@ struct index::impl {
         in_title.resize(in_title.size() + 64, 0);
       }
     }
-    words[w].length = static_cast<uint32_t>(s.size());
+    words[w].length = static_cast<uint16_t>(s.size());
     words[w].refs = 0;
     if (s.size() <= word_entry::k_inline) {
       std::memcpy(words[w].small, s.data(), s.size());
@@ -298,6 +310,7 @@ struct index::impl {
     }
     insert_slot(h, w);
     ++used_slots;
+    words[w].frequency = f;
     return w;
   }
 
@@ -352,9 +365,10 @@ struct index::impl {
     }
   }
 
-  // Rarer first; ties to the longer word (longer words are rarer), then the lower id.
+  // Rarer first (by frequency snapshot); ties to the longer word (longer words are
+  // rarer), then the lower id.
   bool rarer(uint32_t a, uint32_t b) const {
-    const uint32_t fa = frequency_of(a), fb = frequency_of(b);
+    const uint32_t fa = words[a].frequency, fb = words[b].frequency;
     if (fa != fb) return fa < fb;
     if (words[a].length != words[b].length) return words[a].length > words[b].length;
     return a < b;
@@ -395,7 +409,7 @@ struct index::impl {
       const uint32_t w = intern(hs[i], word_texts[i]);
       ++words[w].refs;
       ws[i] = w;
-      const uint32_t f = frequency_of_hash(hs[i]);
+      const uint32_t f = words[w].frequency;
       if (filed == k_none || f < filed_frequency ||
           (f == filed_frequency && (words[w].length > words[filed].length ||
                                     (words[w].length == words[filed].length && w < filed)))) {
@@ -721,7 +735,8 @@ struct index::impl {
       if (cursor_word >= words.size()) cursor_word = 0;
       const uint32_t w = cursor_word;
       if (!words[w].block || words[w].length == 0 || cursor_class == k_classes) {
-        if (words[w].block) words[w].block = postings::trim(words[w].block);
+        // A trim copies the block: its size counts against the budget.
+        if (words[w].block) examined += postings::trim(words[w].block);
         ++cursor_word;
         cursor_class = 0;
         cursor_entry = 0;
@@ -731,7 +746,11 @@ struct index::impl {
       }
       const int cls = cursor_class;
       const size_t stride = stride_of(cls);
-      const uint32_t fw = frequency_of(w);
+      if (cls == 0 && cursor_entry == 0) {
+        // Entering the word: refresh its snapshot (the others' are at most a pass old).
+        words[w].frequency = static_cast<uint16_t>(frequency_of(w));
+      }
+      const uint32_t fw = words[w].frequency;
       while (examined < budget && cursor_entry < postings::size(words[w].block, cls)) {
         ++examined;
         const uint32_t i = cursor_entry;
@@ -745,7 +764,7 @@ struct index::impl {
             if (rarer(e[k], best)) best = e[k];
           }
         }
-        if (best == w || frequency_of(best) * 2 >= fw) {
+        if (best == w || uint32_t{words[best].frequency} * 2 >= fw) {
           ++cursor_entry;
           continue;
         }
@@ -798,6 +817,7 @@ bool index::add_plain_text(uint32_t id, std::string_view query) {
       continue;
     }
     if (i == begin) return false;  // leading, trailing or double space
+    if (i - begin > m.parser.limits().max_word_bytes) return false;
     const std::string_view raw = query.substr(begin, i - begin);
     if (raw == "OR" || raw == "AND" || raw == "NOT") return false;
     const std::string_view w(folded + begin, i - begin);

@@ -245,6 +245,18 @@ size_t count_words(const query_node& node) {
   return n;
 }
 
+std::string_view longest_word(const query_node& node) {
+  std::string_view longest;
+  for (const auto& w : node.term.words) {
+    if (w.size() > longest.size()) longest = w;
+  }
+  for (const auto& c : node.children) {
+    const std::string_view l = longest_word(c);
+    if (l.size() > longest.size()) longest = l;
+  }
+  return longest;
+}
+
 using dnf = std::vector<query_clause>;
 
 // Disjunctive normal form of node (negated if `negated`), with De Morgan for NOT.
@@ -345,6 +357,10 @@ std::string query_parser::parse(std::string_view text, parsed_query& out) {
   out.tree = {};
   out.clauses.clear();
   if (auto err = parser(text, scratch_).run(out.tree); !err.empty()) return err;
+  if (const std::string_view w = longest_word(out.tree); w.size() > limits_.max_word_bytes) {
+    return "a word is too long: " + std::to_string(w.size()) + " bytes (the limit is " +
+           std::to_string(limits_.max_word_bytes) + "), starting \"" + std::string(w.substr(0, 16)) + "\"";
+  }
   if (const size_t words = count_words(out.tree); words > limits_.max_words) {
     return "too many words: " + std::to_string(words) + " (the limit is " +
            std::to_string(limits_.max_words) + ")";

@@ -16,7 +16,7 @@
 // empty query; an alternative with only exclusions; an alternative whose required words
 // are all among the most frequent words (they would match nearly every article); unbalanced
 // quotes or parentheses; an operator with nothing to apply to; more than max_words words
-// or max_clauses clauses.
+// or max_clauses clauses; a word longer than max_word_bytes.
 #pragma once
 
 #include <cstddef>
@@ -32,6 +32,7 @@ namespace feedplane::matcher {
 struct query_limits {
   size_t max_words = 16;   // word occurrences in the whole query
   size_t max_clauses = 8;  // conjunctive clauses after expanding OR and NOT
+  size_t max_word_bytes = 128;  // one word, case folded
 };
 
 // One word (words.size() == 1) or a phrase of consecutive words, each case folded.
