@@ -44,6 +44,9 @@ struct shard {
   int listen_fd = -1;
   std::thread thread;
   std::atomic<net::loop*> loop_ptr{nullptr};
+  // Owned here, not by the shard thread: main may still be inside request_stop() when the
+  // thread leaves run(), so the loop is destroyed only after the thread was joined.
+  std::unique_ptr<net::loop> loop;
   std::atomic<int> state{0};  // 0 starting, 1 running, -1 failed
   std::string error;
 };
@@ -80,8 +83,9 @@ void run_shard(shard& s, const config& cfg, const net::router& routes) {
   lo.buffer_size = 4096;
   std::string err;
   // The ring is created on the shard thread: SINGLE_ISSUER binds it to this task.
-  std::unique_ptr<net::loop> l = net::loop::create(lo, &err);
-  if (!l) {
+  s.loop = net::loop::create(lo, &err);
+  net::loop* l = s.loop.get();
+  if (l == nullptr) {
     s.error = fmt::format("shard {}: {}", s.index, err);
     s.state.store(-1, std::memory_order_release);
     return;
@@ -101,7 +105,7 @@ void run_shard(shard& s, const config& cfg, const net::router& routes) {
       s.state.store(-1, std::memory_order_release);
       return;
     }
-    s.loop_ptr.store(l.get(), std::memory_order_release);
+    s.loop_ptr.store(l, std::memory_order_release);
     s.state.store(1, std::memory_order_release);
     int r = l->run();
     if (r < 0) fmt::print(stderr, "feedplane: shard {}: io_uring: {}\n", s.index, strerror(-r));
@@ -113,6 +117,15 @@ void run_shard(shard& s, const config& cfg, const net::router& routes) {
 }
 
 int run_serve(const serve_flags& f) {
+  // Signals first: a SIGINT/SIGTERM during start-up waits for sigwait below (and a clean
+  // exit) instead of killing the process half set up. Threads inherit this mask.
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGINT);
+  sigaddset(&sigs, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
   config cfg;
   if (!f.config_path.empty()) {
     if (auto err = load_config_file(f.config_path, cfg); !err.empty()) {
@@ -182,14 +195,7 @@ int run_serve(const serve_flags& f) {
     shards.push_back(std::move(s));
   }
 
-  // Signals are taken by sigwait on this thread only; shards inherit the blocked mask.
-  sigset_t sigs;
-  sigemptyset(&sigs);
-  sigaddset(&sigs, SIGINT);
-  sigaddset(&sigs, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
-  signal(SIGPIPE, SIG_IGN);
-
+  // Signals are taken by sigwait on this thread only (blocked above, in every thread).
   for (auto& s : shards) {
     shard* sp = s.get();
     s->thread = std::thread([sp, &cfg, &routes] { run_shard(*sp, cfg, routes); });
@@ -216,6 +222,7 @@ int run_serve(const serve_flags& f) {
     if (net::loop* l = s->loop_ptr.load(std::memory_order_acquire)) l->request_stop();
   }
   for (auto& s : shards) s->thread.join();
+  shards.clear();  // loops are destroyed here, after every thread is gone
   return failed ? 1 : 0;
 }
 
