@@ -64,19 +64,24 @@ fetch_error content_decoder::decode(std::string_view ce, std::string_view in, ui
     out.assign(in);
     return fetch_error::ok;
   }
-  std::string stage(in);
+  // The usual single coding decodes straight from `in`; stacked codings go through `stage`.
+  std::string stage;
+  std::string_view src = in;
   for (size_t k = count; k-- > 0;) {
     auto tok = codings[k];
     fetch_error e;
     if (ascii_iequals(tok, "gzip") || ascii_iequals(tok, "x-gzip")) {
-      e = gunzip(stage, cap, out);
+      e = gunzip(src, cap, out);
     } else if (ascii_iequals(tok, "deflate")) {
-      e = inflate(stage, cap, out);
+      e = inflate(src, cap, out);
     } else {
       return fetch_error::unsupported_content_encoding;
     }
     if (e != fetch_error::ok) return e;
-    if (k > 0) stage.swap(out);
+    if (k > 0) {
+      stage.swap(out);
+      src = stage;
+    }
   }
   return fetch_error::ok;
 }
