@@ -55,7 +55,7 @@ bool to_epoch(fields f, int64_t* out) {
   if (f.second == 60) f.second = 59;  // leap second: stay inside the same minute
   *out = days_from_civil(f.year, static_cast<unsigned>(f.month), static_cast<unsigned>(f.day)) *
              86400 +
-         f.hour * 3600 + f.minute * 60 + f.second - f.offset;
+         int64_t{f.hour} * 3600 + int64_t{f.minute} * 60 + f.second - f.offset;
   return true;
 }
 
@@ -240,9 +240,8 @@ bool parse_tokens(std::string_view s, int64_t* out) {
       if ((m = month_from_name(w)) != 0) {
         if (f.month != -1) return false;
         f.month = m;
-      } else if (is_day_name(w)) {
-      } else if (i == 0 && j < s.size() && s[j] == ',') {
-        // A leading "word," is a weekday, in whatever language ("mer, 16 nov 2022").
+      } else if (is_day_name(w) || (i == 0 && j < s.size() && s[j] == ',')) {
+        // A weekday: skipped. A leading "word," is one in whatever language ("mer, 16 nov").
       } else if (ieq(w, "am") || ieq(w, "pm")) {
         pm = ieq(w, "pm") ? 1 : 0;
       } else if (!have_zone && zone_from_name(w, &off)) {

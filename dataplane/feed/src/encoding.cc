@@ -9,6 +9,9 @@
 namespace feedplane::feed::detail {
 namespace {
 
+// iconv_open's failure value, (iconv_t)-1, compared without casting an integer to a pointer.
+bool iconv_failed(iconv_t cd) { return reinterpret_cast<intptr_t>(cd) == -1; }
+
 bool simdjson_validate(std::string_view s) { return simdjson::validate_utf8(s.data(), s.size()); }
 
 char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; }
@@ -49,7 +52,7 @@ std::string_view xml_decl_encoding(std::string_view s) {
   s.remove_prefix(i);
   if (!s.starts_with("<?xml")) return {};
   const size_t end = s.find("?>");
-  if (end == std::string_view::npos || end > 512) return {};
+  if (end > 512) return {};  // also npos: no end of the declaration nearby
   s = s.substr(0, end);
   const size_t e = s.find("encoding");
   if (e == std::string_view::npos) return {};
@@ -169,16 +172,19 @@ void strip_controls(std::string& s, decode_stats& st) {
 }  // namespace
 
 transcoder::~transcoder() {
-  if (cd_ != reinterpret_cast<iconv_t>(-1)) iconv_close(cd_);
+  if (cd_ != nullptr) iconv_close(cd_);
 }
 
 bool transcoder::iconv_to_utf8(std::string_view enc, std::string_view in, std::string& out,
                                decode_stats& st) {
-  if (cd_ == reinterpret_cast<iconv_t>(-1) || !ieq(cd_name_, enc)) {
-    if (cd_ != reinterpret_cast<iconv_t>(-1)) iconv_close(cd_);
+  if (cd_ == nullptr || !ieq(cd_name_, enc)) {
+    if (cd_ != nullptr) iconv_close(cd_);
     cd_name_.assign(enc);
     cd_ = iconv_open("UTF-8", cd_name_.c_str());
-    if (cd_ == reinterpret_cast<iconv_t>(-1)) return false;
+    if (iconv_failed(cd_)) {
+      cd_ = nullptr;
+      return false;
+    }
   } else {
     iconv(cd_, nullptr, nullptr, nullptr, nullptr);  // reset shift state
   }

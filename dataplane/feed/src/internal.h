@@ -34,7 +34,7 @@ class transcoder {
  private:
   bool iconv_to_utf8(std::string_view enc, std::string_view in, std::string& out, decode_stats& st);
   std::string cd_name_;
-  iconv_t cd_ = reinterpret_cast<iconv_t>(-1);
+  iconv_t cd_ = nullptr;  // open converter for cd_name_, or nullptr
 };
 
 // Rewrites a document that is not well-formed XML into one that is, the way forgiving

@@ -356,9 +356,7 @@ void parser::impl::append_children_raw(pugi::xml_node n, std::string& o) {
   writer.out = &o;
   for (pugi::xml_node c = n.first_child(); c; c = c.next_sibling()) {
     switch (c.type()) {
-      case pugi::node_pcdata:
-        o.append(c.value());  // still escaped as in the source: valid HTML text
-        break;
+      case pugi::node_pcdata:  // still escaped as in the source: valid HTML text
       case pugi::node_cdata:
         o.append(c.value());
         break;
@@ -833,12 +831,10 @@ void parser::impl::atom_entry(pugi::xml_node en, bool atom03) {
           link_attr(c, "src", scratch);
           if (e.link.empty()) e.link = scratch;
         }
-      } else if (l == "published" || l == "issued") {
+      } else if (l == "published" || l == "issued" || (l == "created" && !e.has_published)) {
         date(c, &e.published, &e.has_published);
       } else if (l == "updated" || l == "modified") {
         date(c, &e.updated, &e.has_updated);
-      } else if (l == "created" && !e.has_published) {
-        date(c, &e.published, &e.has_published);
       } else if (l == "author") {
         atom_person(c, e.authors);
       } else if (l == "category") {
@@ -928,11 +924,9 @@ parse_errc parser::impl::parse_json(std::string_view text_in) {
       }
     }
     json_str(item, "title", e.title);
-    if (item["url"].get_string().get(s) == simdjson::SUCCESS) {
+    if (item["url"].get_string().get(s) == simdjson::SUCCESS ||
+        item["external_url"].get_string().get(s) == simdjson::SUCCESS)
       resolve_url(opts->base_url, s, e.link);
-    } else if (item["external_url"].get_string().get(s) == simdjson::SUCCESS) {
-      resolve_url(opts->base_url, s, e.link);
-    }
     json_str(item, "summary", e.summary);
     json_str(item, "content_html", e.content);
     if (e.content.empty()) json_str(item, "content_text", e.content);

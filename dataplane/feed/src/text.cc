@@ -173,9 +173,7 @@ void remove_dot_segments(std::string_view path, std::string& out) {
   while (!path.empty()) {
     if (path.starts_with("../")) {
       path.remove_prefix(3);
-    } else if (path.starts_with("./")) {
-      path.remove_prefix(2);
-    } else if (path.starts_with("/./")) {
+    } else if (path.starts_with("./") || path.starts_with("/./")) {
       path.remove_prefix(2);
     } else if (path == "/.") {
       path = "/";
