@@ -5,7 +5,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <pthread.h>
+
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 namespace feedplane::net {
@@ -62,6 +66,7 @@ std::unique_ptr<loop> loop::create(const loop_options& opt, std::string* error) 
 }
 
 int loop::init(const loop_options& opt, std::string* error) {
+  owner_ = pthread_self();
   io_uring_params p{};
   p.flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_SUBMIT_ALL;
   int r = io_uring_queue_init_params(opt.ring_entries, &ring_, &p);
@@ -135,6 +140,17 @@ int loop::init(const loop_options& opt, std::string* error) {
   return 0;
 }
 
+void loop::check_owner() const {
+#ifndef NDEBUG
+  // Shard-owned: a submission from another thread would break SINGLE_ISSUER (the kernel
+  // answers -EEXIST) and race on the SQ. Debug builds stop at the first such call.
+  if (!pthread_equal(owner_, pthread_self())) {
+    fprintf(stderr, "feedplane::net::loop used from a thread that does not own it\n");
+    abort();
+  }
+#endif
+}
+
 loop::~loop() {
   if (ring_ok_) io_uring_queue_exit(&ring_);  // cancels whatever is still in flight
   if (buf_ring_ != nullptr) munmap(buf_ring_, buf_ring_bytes_);
@@ -163,6 +179,7 @@ uint64_t loop::refresh_now() {
 }
 
 io_uring_sqe* loop::get_sqe() {
+  check_owner();
   io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
   if (sqe == nullptr) {
     // SQ full: hand what we have to the kernel now (no wait) and take a fresh entry.
@@ -386,6 +403,7 @@ void loop::unlink(timer& t) {
 }
 
 void loop::arm(timer& t, uint64_t delay_ms) {
+  check_owner();
   if (t.armed()) unlink(t);
   uint64_t d = refresh_now() + delay_ms;
   if (d <= last_tick_) d = last_tick_ + 1;  // ticks <= last_tick_ are never revisited

@@ -41,6 +41,7 @@
 #pragma once
 
 #include <liburing.h>
+#include <pthread.h>
 #include <sys/socket.h>
 
 #include <atomic>
@@ -226,8 +227,10 @@ class loop {
   void expire_timers();
   int64_t next_timer_wait_ms();
   void unlink(timer& t);
+  void check_owner() const;  // debug builds: abort if called off the owning thread
 
   io_uring ring_{};
+  pthread_t owner_{};  // the thread that created the ring (the only one that may submit)
   bool ring_ok_ = false;
   bool has_msg_ring_ = false;
   std::atomic<bool> stopping_{false};
