@@ -182,6 +182,21 @@ TEST(http_server_parser, limits) {
                       lim)
                 .status,
             413);
+  // Chunk framing counts too: 1-byte chunks with long extensions cannot make the buffered
+  // request grow without bound while the decoded body stays small.
+  {
+    std::string r = "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n";
+    for (int i = 0; i < 200; ++i) r += "1;ext=" + std::string(1000, 'e') + "\r\nx\r\n";
+    r += "0\r\n\r\n";
+    request_limits big = lim;
+    big.max_body = 1000;  // 200 decoded bytes fit; 200 KB of framing does not
+    auto o = parse_all(r, big);
+    EXPECT_EQ(o.st, parse_status::error);
+    EXPECT_EQ(o.status, 413);
+    EXPECT_EQ(parse_bytewise(r, big).status, 413);
+    big.max_body = 200000;  // with room for the framing, the same request is fine
+    EXPECT_EQ(parse_all(r, big).st, parse_status::complete);
+  }
   // Trailers count against the header limit.
   EXPECT_EQ(parse_all("POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nT: " +
                           std::string(300, 't') + "\r\n\r\n",

@@ -321,8 +321,13 @@ parse_status request_parser::parse_chunked(std::string_view in, http_request& ou
     cpos_ = head_end_;
     cstate_ = chunk_state::size;
   }
+  // The caller buffers the raw body until the request completes, so chunk framing (size
+  // lines, extensions) is bounded too, not only the decoded bytes.
+  const size_t max_raw = size_t(limits_.max_body) * 2 + size_t{64} * 1024;
   // Decodes from where the previous call stopped; each input byte is visited once.
   while (cstate_ != chunk_state::done) {
+    if (cpos_ - head_end_ > max_raw)
+      return fail(413, "chunked request too large (framing included)");
     switch (cstate_) {
       case chunk_state::size: {
         size_t nl = in.find('\n', cpos_);
