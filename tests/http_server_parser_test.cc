@@ -232,7 +232,14 @@ TEST(http_server_parser, http_dates) {
   EXPECT_EQ(parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT"), 784111777);
   char b[32];
   EXPECT_EQ(format_http_date(784111777, b), "Sun, 06 Nov 1994 08:49:37 GMT");
-  EXPECT_EQ(parse_http_date("Sunday, 06-Nov-94 08:49:37 GMT"), -1);
+  // The two obsolete forms recipients must accept (RFC 9110 5.6.7).
+  EXPECT_EQ(parse_http_date("Sunday, 06-Nov-94 08:49:37 GMT"), 784111777);
+  EXPECT_EQ(parse_http_date("Sun Nov  6 08:49:37 1994"), 784111777);
+  EXPECT_EQ(parse_http_date("Wednesday, 15-Nov-23 00:00:00 GMT"), 1700006400);
+  EXPECT_EQ(parse_http_date("Sun Nov 16 08:49:37 1994"), 784111777 + 10 * 86400);
+  EXPECT_EQ(parse_http_date("Sun, 06 Nov 1994 08:49:37 UTC"), -1);
+  EXPECT_EQ(parse_http_date("Sun, 06 Nov 1994 25:49:37 GMT"), -1);
+  EXPECT_EQ(parse_http_date("Sun Nov  6 08:49:37 19x4"), -1);
   EXPECT_EQ(parse_http_date("Sun, 06 Xyz 1994 08:49:37 GMT"), -1);
   EXPECT_EQ(parse_http_date(""), -1);
   for (int64_t t : {0LL, 951782400LL, 1700000000LL, 4102444800LL}) {

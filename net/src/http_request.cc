@@ -428,29 +428,74 @@ int two_digits(std::string_view s, size_t at) {
 }
 }  // namespace
 
-int64_t parse_http_date(std::string_view s) {
-  // "Sun, 06 Nov 1994 08:49:37 GMT"
-  if (s.size() != 29 || s[3] != ',' || s[4] != ' ' || s[7] != ' ' || s[11] != ' ' || s[16] != ' ' ||
-      s[19] != ':' || s[22] != ':' || s.substr(25) != " GMT") {
+namespace {
+
+int month_index(std::string_view m) {
+  for (int i = 0; i < 12; ++i) {
+    if (m == months[i]) return i;
+  }
+  return -1;
+}
+
+// Fields already split out; validates ranges and converts.
+int64_t to_unix(int year, int mon, int mday, int hour, int min, int sec) {
+  if (year < 1900 || mon < 0 || mday < 1 || mday > 31 || hour < 0 || hour > 23 || min < 0 ||
+      min > 59 || sec < 0 || sec > 60) {
     return -1;
   }
   tm t{};
-  t.tm_mday = two_digits(s, 5);
-  int mon = -1;
-  for (int i = 0; i < 12; ++i) {
-    if (s.substr(8, 3) == months[i]) mon = i;
-  }
-  int y1 = two_digits(s, 12), y2 = two_digits(s, 14);
-  t.tm_hour = two_digits(s, 17);
-  t.tm_min = two_digits(s, 20);
-  t.tm_sec = two_digits(s, 23);
-  if (t.tm_mday < 1 || t.tm_mday > 31 || mon < 0 || y1 < 0 || y2 < 0 || t.tm_hour < 0 ||
-      t.tm_hour > 23 || t.tm_min < 0 || t.tm_min > 59 || t.tm_sec < 0 || t.tm_sec > 60) {
-    return -1;
-  }
+  t.tm_year = year - 1900;
   t.tm_mon = mon;
-  t.tm_year = y1 * 100 + y2 - 1900;
+  t.tm_mday = mday;
+  t.tm_hour = hour;
+  t.tm_min = min;
+  t.tm_sec = sec;
   return int64_t(timegm(&t));
+}
+
+// "08:49:37" at s[at..at+8).
+bool clock_fields(std::string_view s, size_t at, int* h, int* m, int* sec) {
+  if (s[at + 2] != ':' || s[at + 5] != ':') return false;
+  *h = two_digits(s, at);
+  *m = two_digits(s, at + 3);
+  *sec = two_digits(s, at + 6);
+  return true;
+}
+
+}  // namespace
+
+int64_t parse_http_date(std::string_view s) {
+  int h = 0, mi = 0, sec = 0;
+  // IMF-fixdate (the one to send): "Sun, 06 Nov 1994 08:49:37 GMT"
+  if (s.size() == 29 && s[3] == ',' && s[4] == ' ' && s[7] == ' ' && s[11] == ' ' && s[16] == ' ' &&
+      s.substr(25) == " GMT") {
+    int y1 = two_digits(s, 12), y2 = two_digits(s, 14);
+    if (y1 < 0 || y2 < 0 || !clock_fields(s, 17, &h, &mi, &sec)) return -1;
+    return to_unix(y1 * 100 + y2, month_index(s.substr(8, 3)), two_digits(s, 5), h, mi, sec);
+  }
+  // asctime: "Sun Nov  6 08:49:37 1994"
+  if (s.size() == 24 && s[3] == ' ' && s[7] == ' ' && s[10] == ' ' && s[19] == ' ') {
+    int mday = s[8] == ' ' ? two_digits(std::string("0") + s[9], 0) : two_digits(s, 8);
+    int y1 = two_digits(s, 20), y2 = two_digits(s, 22);
+    if (y1 < 0 || y2 < 0 || !clock_fields(s, 11, &h, &mi, &sec)) return -1;
+    return to_unix(y1 * 100 + y2, month_index(s.substr(4, 3)), mday, h, mi, sec);
+  }
+  // RFC 850 (obsolete): "Sunday, 06-Nov-94 08:49:37 GMT"
+  const size_t comma = s.find(", ");
+  if (comma != std::string_view::npos && comma >= 6 && comma <= 9 && s.size() == comma + 24 &&
+      s[comma + 4] == '-' && s[comma + 8] == '-' && s[comma + 11] == ' ' &&
+      s.substr(comma + 20) == " GMT") {
+    int yy = two_digits(s, comma + 9);
+    if (yy < 0 || !clock_fields(s, comma + 12, &h, &mi, &sec)) return -1;
+    // Two-digit years: RFC 9110 5.6.7 says a year more than 50 years ahead is in the past.
+    int year = yy + 2000;
+    time_t now = ::time(nullptr);
+    tm g{};
+    gmtime_r(&now, &g);
+    if (year > g.tm_year + 1900 + 50) year -= 100;
+    return to_unix(year, month_index(s.substr(comma + 5, 3)), two_digits(s, comma + 2), h, mi, sec);
+  }
+  return -1;
 }
 
 std::string_view format_http_date(int64_t t, char (&out)[32]) {
