@@ -90,8 +90,8 @@ struct postings {
     }
     return n;
   }
-  // Trims unused capacity when it is over a third of the block and 16 entries (so that
-  // a block growing by appends is not trimmed again and again); frees an empty block.
+  // Trims unused capacity when it is over a quarter of the used part and 16 uint32s (so
+  // that a block growing by appends is not trimmed again and again); frees an empty block.
   // Returns the uint32s copied.
   static size_t trim(uint32_t*& b) {
     if (empty(b)) {
@@ -106,7 +106,7 @@ struct postings {
       used += caps[c] * stride_of(c);
       unused += (capacity(b, c) - caps[c]) * stride_of(c);
     }
-    if (unused <= 16 || unused * 2 <= used) return 0;
+    if (unused <= 16 || unused * 4 <= used) return 0;
     b = reallocate(b, caps);
     return used;
   }
@@ -148,7 +148,6 @@ struct general_sub {
   uint32_t stamp = 0;  // article stamp of the last match, so OR-ed clauses emit once
   std::vector<uint32_t> clauses;
 };
-
 
 // Subscription table entry: class << 28 | filing word (plain), 8 << 28 | general index.
 constexpr uint32_t k_absent = 0xFFFFFFFFu;
@@ -221,9 +220,6 @@ struct index::impl {
   static constexpr size_t k_sketch_width = size_t{1} << 17;
   std::vector<uint16_t> sketch;
   size_t decay_cursor = 0;
-
-  // ---- maintenance cursor: the next word maintain() visits
-  uint32_t maintain_cursor = 0;
 
   // ===== vocabulary =====
   std::string_view word_text(uint32_t w) const {
