@@ -288,9 +288,12 @@ struct corpus_files {
 const corpus_files& corpus() {
   static const corpus_files c = [] {
     corpus_files files;
+    const char* corpus_dir = std::getenv("FEEDPLANE_CORPUS_DIR");
     const char* src = std::getenv("FEEDPLANE_SOURCE_DIR");
     const std::filesystem::path root =
-        std::filesystem::path(src ? src : ".") / ".." / "shared" / "corpus";
+        corpus_dir != nullptr && *corpus_dir != '\0'
+            ? std::filesystem::path(corpus_dir)
+            : std::filesystem::path(src ? src : ".") / ".." / "shared" / "corpus";
     std::error_code ec;
     for (const char* sub : {"gofeed", "feed-rs"}) {
       for (auto it = std::filesystem::recursive_directory_iterator(root / sub, ec);
@@ -315,7 +318,7 @@ template <typename Parse>
 void corpus_bench(benchmark::State& state, bool broken_only, Parse parse) {
   const auto& docs = broken_only ? corpus().broken : corpus().all;
   if (docs.empty()) {
-    state.SkipWithError("corpus not found (set FEEDPLANE_SOURCE_DIR)");
+    state.SkipWithError("corpus not found (set FEEDPLANE_CORPUS_DIR or FEEDPLANE_SOURCE_DIR)");
     return;
   }
   size_t bytes = 0, ok = 0;
