@@ -187,6 +187,30 @@ TEST(Dns, LiteralsAndHostsFile) {
   EXPECT_EQ(res.calls, 0);
 }
 
+TEST(Dns, CacheStaysBounded) {
+  fake_dns server;
+  driver d;
+  dns_options o;
+  o.servers = "127.0.0.1:" + std::to_string(server.port());
+  o.use_hosts_file = false;
+  o.max_cache_entries = 8;
+  std::string err;
+  auto r = dns_resolver::create(o, &err);
+  ASSERT_TRUE(r) << err;
+  r->set_watch_fn(&driver::watch, &d);
+  for (int i = 0; i < 40; ++i) {
+    result res;
+    uint64_t id;
+    fetch_error e;
+    std::vector<ip_address> out;
+    // NXDOMAIN answers are cached too (negative TTL): 40 distinct names.
+    if (!r->resolve("n" + std::to_string(i) + ".test", &result::done, &res, &id, &e, &out))
+      d.run(*r);
+    EXPECT_LE(r->cache_size(), 8u);
+  }
+  EXPECT_GT(r->cache_size(), 0u);
+}
+
 TEST(Dns, BadServerListIsAnError) {
   dns_options o;
   o.servers = "not an address";

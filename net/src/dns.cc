@@ -206,8 +206,9 @@ void dns_resolver::on_addrinfo(void* arg, int status, int /*timeouts*/, ::ares_a
                        ? std::clamp<uint32_t>(min_ttl < 0 ? 0u : static_cast<uint32_t>(min_ttl),
                                               self->opt_.min_ttl_s, self->opt_.max_ttl_s)
                        : self->opt_.negative_ttl_s;
-    self->cache_[owned->host] = {e, addrs,
-                                 std::chrono::steady_clock::now() + std::chrono::seconds(ttl)};
+    auto now = std::chrono::steady_clock::now();
+    if (self->cache_.size() >= self->opt_.max_cache_entries) self->trim_cache(now);
+    self->cache_[owned->host] = {e, addrs, now + std::chrono::seconds(ttl)};
   }
   if (q == self->starting_) {
     self->sync_done_ = true;
@@ -224,6 +225,22 @@ void dns_resolver::on_addrinfo(void* arg, int status, int /*timeouts*/, ::ares_a
     if (w.fn != nullptr) w.fn(w.ctx, e, addrs);
   }
   self->delivering_ = outer;
+}
+
+void dns_resolver::trim_cache(std::chrono::steady_clock::time_point now) {
+  std::erase_if(cache_, [now](const auto& kv) { return kv.second.expires <= now; });
+  size_t target = opt_.max_cache_entries / 4 * 3;
+  if (cache_.size() <= target) return;
+  std::vector<std::chrono::steady_clock::time_point> ex;
+  ex.reserve(cache_.size());
+  for (const auto& kv : cache_) ex.push_back(kv.second.expires);
+  auto cut = ex.begin() + static_cast<std::ptrdiff_t>(cache_.size() - target);
+  std::nth_element(ex.begin(), cut, ex.end());
+  auto limit = *cut;
+  std::erase_if(cache_, [limit](const auto& kv) { return kv.second.expires < limit; });
+  // Ties at the limit: drop arbitrary entries so the bound always holds.
+  for (auto it = cache_.begin(); cache_.size() > target && it != cache_.end();)
+    it = cache_.erase(it);
 }
 
 void dns_resolver::process_fd(int fd, bool readable, bool writable) {

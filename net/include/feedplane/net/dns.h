@@ -39,8 +39,9 @@ struct dns_options {
   uint32_t tries = 2;
   uint32_t min_ttl_s = 5;  // cache bounds for positive answers
   uint32_t max_ttl_s = 3600;
-  uint32_t negative_ttl_s = 10;  // NXDOMAIN / no address cached this long
-  bool use_hosts_file = true;    // /etc/hosts before DNS
+  uint32_t negative_ttl_s = 10;        // NXDOMAIN / no address cached this long
+  bool use_hosts_file = true;          // /etc/hosts before DNS
+  uint32_t max_cache_entries = 65536;  // beyond it expired entries are swept, then the oldest
 };
 
 class dns_resolver {
@@ -97,6 +98,9 @@ class dns_resolver {
 
   dns_resolver() = default;
   static void on_sock_state(void* ctx, int fd, int readable, int writable);
+  // Keeps the cache under max_cache_entries: drops expired entries, then those expiring
+  // soonest, down to 3/4 of the bound (amortised: runs once per bound/4 insertions).
+  void trim_cache(std::chrono::steady_clock::time_point now);
   static void on_addrinfo(void* arg, int status, int timeouts, ::ares_addrinfo* res);
 
   void* channel_ = nullptr;  // ares_channel
