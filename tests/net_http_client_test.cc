@@ -608,3 +608,17 @@ TEST(HttpClientRaw, Ipv6LiteralAndAaaaOnlyName) {
   EXPECT_OK(r2);
   EXPECT_EQ(r2.body, "v6");
 }
+
+TEST(HttpClientRaw, PerHostStateIsFreedWhenUnused) {
+  raw_server s([](int fd) {
+    send_all(fd, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok");
+  });
+  client_options o;
+  o.pool_gc_interval_ms = 5;
+  harness h(o);
+  EXPECT_OK(h.get(s.url()));
+  // Run the loop until the collection timer has fired (no timing assertion: bounded loop).
+  for (int i = 0; i < 2000 && h.c->host_pools() > 0; ++i) h.l->run_once(true);
+  EXPECT_EQ(h.c->host_pools(), 0u);
+  EXPECT_OK(h.get(s.url()));  // and a new fetch to that host still works
+}

@@ -115,6 +115,8 @@ std::unique_ptr<http_client> http_client::create(loop& l, const client_options& 
   c->tls_ = tls_context::create(opt.ca_file, error);
   if (!c->tls_) return nullptr;
   c->dns_timer_.set(&http_client::on_dns_timer, c.get());
+  c->gc_timer_.set(&http_client::on_gc_timer, c.get());
+  l.arm(c->gc_timer_, std::max<uint32_t>(1, opt.pool_gc_interval_ms));
   return c;
 }
 
@@ -125,6 +127,7 @@ http_client::~http_client() {
     dns_.reset();
   }
   loop_.disarm(dns_timer_);
+  loop_.disarm(gc_timer_);
   for (auto& c : conns_) {
     loop_.disarm(c->conn_timer);
     loop_.disarm(c->idle_timer);
@@ -822,6 +825,7 @@ void http_client::shutdown() {
     if (e.armed) loop_.cancel(e.op);
   }
   loop_.disarm(dns_timer_);
+  loop_.disarm(gc_timer_);
 }
 
 bool http_client::quiescent() const {
@@ -881,6 +885,17 @@ void http_client::on_dns_poll(void* ctx, const completion& cq) {
     }
   }
   self->arm_dns_timer();
+}
+
+void http_client::on_gc_timer(void* ctx) {
+  auto* self = static_cast<http_client*>(ctx);
+  // Runs from the loop's timer dispatch, never inside a client call, so no host_pool
+  // reference is live on the stack. A pool with no connection and no waiting fetch is
+  // referenced by nothing (conns drop their pool pointer when they close).
+  std::erase_if(self->pools_, [](const auto& kv) {
+    return kv.second->open == 0 && kv.second->waiting.empty() && kv.second->idle.empty();
+  });
+  self->loop_.arm(self->gc_timer_, std::max<uint32_t>(1, self->opt_.pool_gc_interval_ms));
 }
 
 void http_client::on_dns_timer(void* ctx) {

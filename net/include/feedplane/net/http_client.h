@@ -33,9 +33,12 @@ struct client_options {
   uint32_t total_timeout_ms = 5'000;              // whole fetch, redirects included
   uint64_t max_body = uint64_t{8} * 1024 * 1024;  // wire body and decoded body
   uint32_t max_redirects = 5;
-  uint32_t per_host_connections = 2;     // concurrent connections per scheme+host+port
-  uint32_t idle_timeout_ms = 30'000;     // an idle pooled connection is closed after this
-  uint32_t max_idle_connections = 1024;  // across all hosts; beyond it, close instead of pooling
+  uint32_t per_host_connections = 2;  // concurrent connections per scheme+host+port
+  uint32_t idle_timeout_ms = 30'000;  // an idle pooled connection is closed after this
+  uint32_t max_idle_connections = 1024;
+  uint32_t pool_gc_interval_ms =
+      60'000;  // how often per-host state with no connections is freed  // across all hosts; beyond
+               // it, close instead of pooling
   uint32_t max_header_bytes = 64 * 1024;
   std::string user_agent = "feedplane/0.1";
   std::string ca_file;  // empty: the system CA store
@@ -114,6 +117,7 @@ class http_client {
   // True when no io_uring operation of this client is in flight.
   bool quiescent() const;
   size_t in_flight() const { return active_.size(); }
+  size_t host_pools() const { return pools_.size(); }
 
   struct counters {
     uint64_t connections_opened = 0;
@@ -175,6 +179,7 @@ class http_client {
   static void on_dns_poll(void* ctx, const completion& c);
   void arm_dns_poll(int fd, dns_watch_entry& e);
   static void on_dns_timer(void* ctx);
+  static void on_gc_timer(void* ctx);
   void arm_dns_timer();
 
   loop& loop_;
@@ -195,6 +200,7 @@ class http_client {
   std::unordered_map<int, dns_watch_entry> dns_fds_;
   uint32_t dns_polls_in_flight_ = 0;
   timer dns_timer_;
+  timer gc_timer_;  // frees host pools with no connections and no waiting fetches
 };
 
 }  // namespace feedplane::net
