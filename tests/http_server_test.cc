@@ -370,6 +370,25 @@ TEST(http_server, deferred_responses_keep_pipelined_order) {
   EXPECT_EQ(s.completed_late(), 3);
 }
 
+TEST(http_server, half_close_after_pipelined_requests_still_gets_every_answer) {
+  server_thread s;
+  int fd = dial(s.port());
+  send_all(fd,
+           "GET /later?h HTTP/1.1\r\nHost: t\r\n\r\nGET /a HTTP/1.1\r\nHost: t\r\n\r\n"
+           "GET /big HTTP/1.1\r\nHost: t\r\n\r\n");
+  shutdown(fd, SHUT_WR);  // like `nc -q`: done sending, still reading
+  reader rd(fd);
+  response r;
+  ASSERT_TRUE(rd.next(&r));
+  EXPECT_EQ(r.body, "later:h");
+  ASSERT_TRUE(rd.next(&r));
+  EXPECT_EQ(r.body, "/a");
+  ASSERT_TRUE(rd.next(&r));
+  EXPECT_EQ(r.body, s.body());
+  EXPECT_TRUE(rd.at_eof());
+  close(fd);
+}
+
 TEST(http_server, deferred_response_after_the_client_left_is_dropped) {
   server_thread s;
   for (int i = 0; i < 5; ++i) {

@@ -260,12 +260,12 @@ struct http_server::connection {
     if (!c.more()) {
       if (c.res == 0) {
         peer_closed = true;
-        // Nothing more will arrive: finish the responses in flight, then close.
-        if (!send_inflight && out.empty()) {
+        // Nothing more will arrive (a half-close): answer what was received, including a
+        // deferred answer and pipelined requests waiting behind it, then close.
+        if (!send_inflight && out.empty() && !awaiting) {
           abort();
           return;
         }
-        closing = true;
       } else if (c.res == -ENOBUFS || c.res > 0) {
         if (!paused) arm_recv();  // buffer ring ran dry: re-arm (buffers are back by now)
       } else if (c.res == -ECANCELED) {
@@ -395,7 +395,7 @@ struct http_server::connection {
     if (dead) return;
     flush();
     if (dead) return;
-    if (!send_inflight && out.empty() && peer_closed && !lingering) {
+    if (!send_inflight && out.empty() && peer_closed && !lingering && !awaiting) {
       abort();
       return;
     }
