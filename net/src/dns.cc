@@ -229,7 +229,7 @@ void dns_resolver::on_addrinfo(void* arg, int status, int /*timeouts*/, ::ares_a
 
 void dns_resolver::trim_cache(std::chrono::steady_clock::time_point now) {
   std::erase_if(cache_, [now](const auto& kv) { return kv.second.expires <= now; });
-  size_t target = opt_.max_cache_entries / 4 * 3;
+  size_t target = size_t{opt_.max_cache_entries} / 4 * 3;
   if (cache_.size() <= target) return;
   std::vector<std::chrono::steady_clock::time_point> ex;
   ex.reserve(cache_.size());
