@@ -130,9 +130,9 @@ TEST(feed_dedup, seen_set_is_bounded_by_the_feeds_size_and_keeps_live_entries) {
     const std::string v = run(st, rss(window));
     ASSERT_EQ(v, "new seen seen seen seen seen seen seen seen seen") << "fetch " << i;
   }
-  // Bounded: 4x the feed's entry count, at least 64, a power of two.
-  EXPECT_EQ(st.seen().capacity(), 64u);
-  EXPECT_LE(st.seen().size(), 64u);
+  // Bounded: 8x the feed's entry count, at least 64, a power of two.
+  EXPECT_EQ(st.seen().capacity(), 128u);
+  EXPECT_LE(st.seen().size(), 128u);
 }
 
 TEST(feed_dedup, seen_set_grows_with_the_feed_and_snapshot_keeps_order) {
@@ -166,4 +166,26 @@ TEST(feed_dedup, state_restored_after_a_restart_redelivers_nothing) {
   EXPECT_EQ(
       run(after, rss({{"c", "", "C", "", ""}, {"a", "", "A", "", ""}, {"b", "", "B", "", ""}})),
       "new seen seen");
+}
+
+TEST(feed_dedup, guids_that_start_or_stop_repeating_redeliver_nothing) {
+  feed_state st;
+  std::vector<item> v = {{"g1", "http://x/1", "one", "", ""}, {"g2", "http://x/2", "two", "", ""}};
+  EXPECT_EQ(run(st, rss(v)), "new new");
+  // The CMS breaks: every guid becomes the same. Links now identify; nothing is new.
+  std::vector<item> broken = {{"same", "http://x/1", "one", "", ""},
+                              {"same", "http://x/2", "two", "", ""}};
+  EXPECT_EQ(run(st, rss(broken)), "seen seen");
+  broken.insert(broken.begin(), item{"same", "http://x/3", "three", "", ""});
+  EXPECT_EQ(run(st, rss(broken)), "new seen seen");
+  // Fixed again, with fresh guids: known by their links, still nothing re-delivered.
+  std::vector<item> fixed = {{"h3", "http://x/3", "three", "", ""},
+                             {"h1", "http://x/1", "one", "", ""},
+                             {"h2", "http://x/2", "two", "", ""}};
+  EXPECT_EQ(run(st, rss(fixed)), "seen seen seen");
+  // Restart in between changes nothing.
+  feed_state after;
+  after.restore(st.document_hash(), st.seen().snapshot());
+  fixed[1].title = "one, edited";
+  EXPECT_EQ(run(after, rss(fixed)), "seen updated seen");
 }

@@ -487,3 +487,91 @@ TEST(feed_errors, repair_stays_linear_on_floods) {
   EXPECT_EQ(r.rc, parse_errc::ok);
   EXPECT_TRUE(r.f.was_recovered(recovery::malformed_xml));
 }
+
+TEST(feed_date, years_are_never_guessed_and_edges_hold) {
+  // Only a 2-digit year gets a century (RFC 2822 4.3); "0000" or "0049" is not 2000 / 2049.
+  for (const char* bad :
+       {"0000-01-01T00:00:00Z", "0049-06-01T00:00:00Z", "0999-01-01", "4 Jan 0004 10:00:00 GMT",
+        "Thu, 01 Jan 0049 19:48:21 GMT", "Jan 4 5", "Jan 4 5 10:00 GMT",
+        "Thu, 01 Jan 2004 19:48:21 +2500", "2004-01-01T00:00:00+25:00", "2004-01-01T00:00:00-1500",
+        "Mon, 30 Feb 2004 10:00:00 GMT", "Feb 30, 2004", "2004-02-30", "2100-02-29",
+        "10000-01-01T00:00:00Z", "2004-01-01T23:60:00Z", "2004-01-01T24:00:01Z"}) {
+    EXPECT_EQ(date(bad), "absent") << bad;
+  }
+  EXPECT_EQ(date("01 Jan 49 00:00:00 GMT"), "2049-01-01T00:00:00Z");
+  EXPECT_EQ(date("01 Jan 50 00:00:00 GMT"), "1950-01-01T00:00:00Z");
+  EXPECT_EQ(date("9999-12-31T23:59:59Z"), "9999-12-31T23:59:59Z");
+  EXPECT_EQ(date("9999-12-31T23:59:59-14:00"), "absent");  // year 10000 in UTC: unprintable
+  EXPECT_EQ(date("1000-01-01T00:00:00Z"), "1000-01-01T00:00:00Z");
+  EXPECT_EQ(date("2000-02-29T12:00:00+14:00"), "2000-02-28T22:00:00Z");
+  EXPECT_EQ(date("2004-12-31T24:00:00Z"), "2005-01-01T00:00:00Z");
+}
+
+TEST(feed_encoding, utf16_without_bom_or_declaration) {
+  const std::string body =
+      "<rss version=\"2.0\"><channel><title>\xc3\xa9t\xc3\xa9</title>"
+      "</channel></rss>";
+  for (bool le : {true, false}) {
+    std::string doc;
+    for (size_t i = 0; i < body.size(); ++i) {
+      uint32_t cp = static_cast<unsigned char>(body[i]);
+      if (cp == 0xC3) cp = 0xC0 | (static_cast<unsigned char>(body[++i]) & 0x3F);
+      const char hi = static_cast<char>(cp >> 8), lo = static_cast<char>(cp & 0xFF);
+      doc += le ? std::string{lo, hi} : std::string{hi, lo};
+    }
+    const auto r = parse(doc);
+    ASSERT_EQ(r.rc, parse_errc::ok) << le;
+    EXPECT_EQ(r.f.title, "\xc3\xa9t\xc3\xa9") << le;  // not NUL-stripped mojibake
+    EXPECT_FALSE(r.f.was_recovered(recovery::control_chars_stripped)) << le;
+  }
+}
+
+TEST(feed_parse, rss_item_link_as_href_attribute) {
+  const auto r =
+      parse(rss_item("<title>t</title><link href=\"/p/1\"/>"), {}, "https://example.org/feed");
+  ASSERT_EQ(r.rc, parse_errc::ok);
+  ASSERT_EQ(r.f.entries.size(), 1u);
+  EXPECT_EQ(r.f.entries[0].link, "https://example.org/p/1");
+}
+
+TEST(feed_parse, whitespace_between_adjacent_elements_of_kept_markup_survives) {
+  // The first parse drops whitespace-only text; kept markup with adjacent elements needs it
+  // back ("<b>a</b> <i>b</i>" must not read "ab"), so such documents are parsed again.
+  const auto r =
+      parse(rss_item("<title>t</title><description>x <b>a</b> <i>b</i>\n<p><u>c</u>"
+                     " <s>d</s></p></description>"));
+  ASSERT_EQ(r.rc, parse_errc::ok);
+  ASSERT_EQ(r.f.entries.size(), 1u);
+  EXPECT_EQ(r.f.entries[0].summary, "x <b>a</b> <i>b</i>\n<p><u>c</u> <s>d</s></p>");
+  const auto a = parse(
+      "<feed xmlns=\"http://www.w3.org/2005/Atom\"><entry><title>t</title>"
+      "<content type=\"xhtml\"><div xmlns=\"http://www.w3.org/1999/xhtml\"><p>one</p>\n"
+      "<p><em>two</em> <em>three</em></p></div></content></entry></feed>");
+  ASSERT_EQ(a.rc, parse_errc::ok);
+  ASSERT_EQ(a.f.entries.size(), 1u);
+  EXPECT_EQ(a.f.entries[0].content, "<p>one</p>\n<p><em>two</em> <em>three</em></p>");
+  // Pretty-printed structure itself needs no whitespace: one parse, same fields.
+  const auto p = parse(
+      "<rss version=\"2.0\">\n <channel>\n  <title> T </title>\n  <item>\n"
+      "   <title>x</title>\n  </item>\n </channel>\n</rss>\n");
+  ASSERT_EQ(p.rc, parse_errc::ok);
+  EXPECT_EQ(p.f.title, "T");
+  ASSERT_EQ(p.f.entries.size(), 1u);
+  EXPECT_EQ(p.f.entries[0].title, "x");
+}
+
+TEST(feed_encoding, control_characters_found_at_every_position) {
+  // The vector scan classifies 64-byte steps: a control in any lane, and in the tail, is found.
+  for (size_t pos : {0u, 13u, 31u, 32u, 63u, 64u, 100u, 127u, 130u}) {
+    std::string title(140, 'a');
+    title[pos] = '\x0b';
+    const auto r = parse(rss_item("<title>" + title + "</title>"));
+    ASSERT_EQ(r.rc, parse_errc::ok) << pos;
+    ASSERT_EQ(r.f.entries.size(), 1u);
+    EXPECT_EQ(r.f.entries[0].title, std::string(139, 'a')) << pos;
+    EXPECT_TRUE(r.f.was_recovered(recovery::control_chars_stripped)) << pos;
+  }
+  // Tab, LF, CR and bytes >= 0x80 are not controls.
+  const auto ok = parse(rss_item("<title>\t\xc3\xa9\r\n" + std::string(200, 'b') + "\xff</title>"));
+  EXPECT_FALSE(ok.f.was_recovered(recovery::control_chars_stripped));
+}

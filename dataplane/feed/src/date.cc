@@ -21,7 +21,7 @@ char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) :
 }
 
 // Days since 1970-01-01 of a proleptic Gregorian date (era-based civil calendar arithmetic).
-int64_t days_from_civil(int64_t y, unsigned m, unsigned d) {
+constexpr int64_t days_from_civil(int64_t y, unsigned m, unsigned d) {
   y -= m <= 2;
   const int64_t era = (y >= 0 ? y : y - 399) / 400;
   const auto yoe = static_cast<unsigned>(y - era * 400);
@@ -38,12 +38,18 @@ int days_in_month(int y, int m) {
 
 struct fields {
   int year = -1, month = -1, day = -1, hour = 0, minute = 0, second = 0;
-  int offset = 0;  // seconds east of UTC
+  int offset = 0;       // seconds east of UTC
+  int year_digits = 4;  // as written: only a 2-digit year is completed with a century
 };
 
 bool to_epoch(fields f, int64_t* out) {
   if (f.year < 0 || f.month < 1 || f.month > 12 || f.day < 1) return false;
-  if (f.year < 100) f.year += f.year < 50 ? 2000 : 1900;  // RFC 2822 section 4.3
+  // RFC 2822 section 4.3 completes 2-digit years only: "0004" or "4" is not 2004.
+  if (f.year_digits == 2) {
+    f.year += f.year < 50 ? 2000 : 1900;
+  } else if (f.year_digits != 4) {
+    return false;
+  }
   if (f.year < 1000 || f.year > 9999) return false;
   if (f.day > days_in_month(f.year, f.month)) return false;
   if (f.hour == 24 && f.minute == 0 && f.second == 0) {
@@ -53,9 +59,16 @@ bool to_epoch(fields f, int64_t* out) {
   }
   if (f.minute > 59 || f.second > 60) return false;
   if (f.second == 60) f.second = 59;  // leap second: stay inside the same minute
-  *out = days_from_civil(f.year, static_cast<unsigned>(f.month), static_cast<unsigned>(f.day)) *
-             86400 +
-         int64_t{f.hour} * 3600 + int64_t{f.minute} * 60 + f.second - f.offset;
+  const int64_t t =
+      days_from_civil(f.year, static_cast<unsigned>(f.month), static_cast<unsigned>(f.day)) *
+          86400 +
+      int64_t{f.hour} * 3600 + int64_t{f.minute} * 60 + f.second - f.offset;
+  // The zone can move a date past year 9999 (or before 1000) in UTC, which RFC 3339's
+  // four-digit year cannot print: such a date is absent.
+  constexpr int64_t lo = days_from_civil(1000, 1, 1) * 86400;
+  constexpr int64_t hi = days_from_civil(10000, 1, 1) * 86400;
+  if (t < lo || t >= hi) return false;
+  *out = t;
   return true;
 }
 
@@ -284,7 +297,7 @@ bool parse_tokens(std::string_view s, int64_t* out) {
   }
   if (day_count != 1) return false;
   f.year = numbers[year_idx];
-  if (num_digits[year_idx] == 3) return false;
+  f.year_digits = num_digits[year_idx];
   if (pm != -1) {
     if (!have_time || f.hour < 1 || f.hour > 12) return false;
     if (pm == 1 && f.hour != 12) f.hour += 12;
@@ -331,6 +344,38 @@ bool parse_rfc1123_fast(std::string_view s, int64_t* out) {
   return to_epoch(f, out);
 }
 
+// The exact RFC 3339 form Atom and JSON Feed send, read at fixed positions:
+// "YYYY-MM-DDTHH:MM:SS[.frac](Z|+hh:mm|-hh:mm)". Returns false when s is not in exactly that
+// form (parse_iso then decides). Fast because it is straight-line digit arithmetic.
+bool parse_rfc3339_fast(std::string_view s, int64_t* out) {
+  if (s.size() < 20) return false;
+  const char* p = s.data();
+  auto d2 = [p](size_t i, int* v) {
+    if (!is_digit(p[i]) || !is_digit(p[i + 1])) return false;
+    *v = (p[i] - '0') * 10 + (p[i + 1] - '0');
+    return true;
+  };
+  fields f;
+  int hi = 0, lo = 0;
+  if (!d2(0, &hi) || !d2(2, &lo) || p[4] != '-' || !d2(5, &f.month) || p[7] != '-' ||
+      !d2(8, &f.day) || (p[10] != 'T' && p[10] != 't') || !d2(11, &f.hour) || p[13] != ':' ||
+      !d2(14, &f.minute) || p[16] != ':' || !d2(17, &f.second))
+    return false;
+  f.year = hi * 100 + lo;
+  size_t i = 19;
+  if (p[i] == '.') {
+    const size_t f0 = ++i;
+    while (i < s.size() && is_digit(p[i])) ++i;
+    if (i == f0) return false;
+  }
+  if (i + 1 == s.size() && (p[i] == 'Z' || p[i] == 'z')) return to_epoch(f, out);
+  if (i + 6 != s.size() || (p[i] != '+' && p[i] != '-') || p[i + 3] != ':') return false;
+  int oh = 0, om = 0;
+  if (!d2(i + 1, &oh) || !d2(i + 4, &om) || oh > 14 || om > 59) return false;
+  f.offset = (p[i] == '-' ? -1 : 1) * (oh * 3600 + om * 60);
+  return to_epoch(f, out);
+}
+
 }  // namespace
 
 bool parse_date(std::string_view text, int64_t* out) {
@@ -338,7 +383,7 @@ bool parse_date(std::string_view text, int64_t* out) {
   if (s.empty() || s.size() > 64) return false;
   if (s.size() >= 5 && is_digit(s[0]) && is_digit(s[1]) && is_digit(s[2]) && is_digit(s[3]) &&
       s[4] == '-')
-    return parse_iso(s, out);
+    return parse_rfc3339_fast(s, out) || parse_iso(s, out);
   if (parse_rfc1123_fast(s, out)) return true;
   return parse_tokens(s, out);
 }

@@ -75,21 +75,28 @@ void compute_keys(const feed& f, std::vector<entry_key>& keys) {
     entry_key k;
     k.content = mix(mix(hash_str(e.title, 10), hash_str(e.link, 11)),
                     mix(hash_str(e.summary, 12), hash_str(e.content, 13)));
-    uint64_t h;
-    if (!e.id.empty() && count_in(ids, h = hash_str(e.id, 1)) == 1) {
-      k.identity = h;
+    const uint64_t hid = e.id.empty() ? 0 : hash_str(e.id, 1);
+    const uint64_t hlink = e.link.empty() ? 0 : hash_str(e.link, 2);
+    const uint64_t htp = (e.title.empty() && !e.has_published) ? 0 : tp_hash(e);
+    if (hid != 0 && count_in(ids, hid) == 1) {
+      k.identity = hid;
       k.kind = identity_kind::id;
-    } else if (!e.link.empty() && count_in(links, h = hash_str(e.link, 2)) == 1) {
-      k.identity = h;
+    } else if (hlink != 0 && count_in(links, hlink) == 1) {
+      k.identity = hlink;
       k.kind = identity_kind::link;
-    } else if ((!e.title.empty() || e.has_published) && count_in(tps, h = tp_hash(e)) == 1) {
-      k.identity = h;
+    } else if (htp != 0 && count_in(tps, htp) == 1) {
+      k.identity = htp;
       k.kind = identity_kind::title_published;
     } else {
       k.identity = mix(k.content, 4);
       k.kind = identity_kind::content;
     }
     k.identity = nonzero(k.identity);
+    if (hlink != 0 && nonzero(hlink) != k.identity && count_in(links, hlink) == 1)
+      k.link_alias = nonzero(hlink);
+    int na = 0;
+    for (const uint64_t a : {hid, hlink, htp})
+      if (a != 0 && nonzero(a) != k.identity) k.aliases[na++] = nonzero(a);
     keys.push_back(k);
   }
 }
@@ -199,7 +206,7 @@ void feed_state::restore(uint64_t document_hash,
 
 void feed_state::classify(const feed& f, std::vector<verdict>& verdicts) {
   verdicts.clear();
-  seen_.reserve(std::max<size_t>(64, f.entries.size() * 4));
+  seen_.reserve(std::max<size_t>(64, f.entries.size() * 8));
   compute_keys(f, keys_);
   // Identities of kind id, link and title_published are unique within the document by
   // construction; only content-only identities can repeat (entries identical in every field).
@@ -221,12 +228,18 @@ void feed_state::classify(const feed& f, std::vector<verdict>& verdicts) {
       continue;
     }
     uint64_t content;
-    if (!seen_.find(k.identity, &content)) {
+    bool known = seen_.find(k.identity, &content);
+    // A miss under this document's identity may be a hit under the one an earlier document
+    // gave the entry (its guid repeated then, or repeats now): not a new article.
+    for (int a = 0; !known && a < 3 && k.aliases[a] != 0; ++a)
+      known = seen_.find(k.aliases[a], &content);
+    if (!known) {
       verdicts.push_back(verdict::fresh);
     } else {
       verdicts.push_back(content == k.content ? verdict::seen : verdict::updated);
     }
     seen_.put(k.identity, k.content);
+    if (k.link_alias != 0) seen_.put(k.link_alias, k.content);
   }
 }
 

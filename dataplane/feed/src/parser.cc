@@ -132,6 +132,13 @@ struct parser::impl {
   size_t base_depth = 0;
 
   parse_errc parse(std::string_view bytes, const parse_options& o, feed& f);
+  parse_errc run(std::string_view bytes, const parse_options& o, feed& f);
+  // The first parse drops whitespace-only text; markup kept as markup (naked HTML in a
+  // description, Atom XHTML) needs it back when two elements are adjacent in it: then
+  // need_ws is set and the document is parsed again with ws_mode on (rare: only such feeds).
+  bool ws_mode = false;
+  bool need_ws = false;
+  void check_ws(pugi::xml_node n);
   parse_errc parse_xml(std::string_view bytes);
   parse_errc parse_json(std::string_view text);
 
@@ -187,6 +194,40 @@ parse_errc parser::parse(std::string_view bytes, const parse_options& opts, feed
 }
 
 parse_errc parser::impl::parse(std::string_view bytes, const parse_options& o, feed& f) {
+  ws_mode = need_ws = false;
+  parse_errc rc = run(bytes, o, f);
+  if (need_ws) {
+    ws_mode = true;
+    rc = run(bytes, o, f);
+    ws_mode = false;
+  }
+  return rc;
+}
+
+// Sets need_ws when n's subtree holds two adjacent elements: whitespace between them may
+// have been dropped ("<b>a</b> <i>b</i>" must not become "ab"). Iterative: no recursion on
+// deep markup.
+void parser::impl::check_ws(pugi::xml_node n) {
+  if (ws_mode || need_ws) return;
+  pugi::xml_node c = n.first_child();
+  while (c && c != n) {
+    if (c.type() == pugi::node_element) {
+      const pugi::xml_node next = c.next_sibling();
+      if (next && next.type() == pugi::node_element) {
+        need_ws = true;
+        return;
+      }
+      if (c.first_child()) {
+        c = c.first_child();
+        continue;
+      }
+    }
+    while (c != n && !c.next_sibling()) c = c.parent();
+    if (c != n) c = c.next_sibling();
+  }
+}
+
+parse_errc parser::impl::run(std::string_view bytes, const parse_options& o, feed& f) {
   opts = &o;
   out = &f;
   pool.recycle(f);
@@ -242,7 +283,9 @@ parse_errc parser::impl::parse(std::string_view bytes, const parse_options& o, f
 parse_errc parser::impl::parse_xml(std::string_view bytes) {
   // No entity decoding, no EOL normalisation, no PIs/comments/doctype: the least work that
   // still gives us CDATA sections and whitespace between inline elements.
-  constexpr unsigned flags = pugi::parse_cdata | pugi::parse_ws_pcdata;
+  // Whitespace-only text between elements is dropped (half the nodes of a pretty-printed feed)
+  // unless a walk found naked markup where it matters (see ws_lost).
+  const unsigned flags = pugi::parse_cdata | (ws_mode ? pugi::parse_ws_pcdata : 0u);
   // Parsed in place: the UTF-8 copy is consumed, so the cold repair path transcodes again.
   pugi::xml_parse_result r =
       doc.load_buffer_inplace(utf8.data(), utf8.size(), flags, pugi::encoding_utf8);
@@ -353,6 +396,7 @@ ns parser::impl::resolve(pugi::xml_node n, std::string_view* local) const {
 }
 
 void parser::impl::append_children_raw(pugi::xml_node n, std::string& o) {
+  check_ws(n);
   writer.out = &o;
   for (pugi::xml_node c = n.first_child(); c; c = c.next_sibling()) {
     switch (c.type()) {
@@ -386,6 +430,7 @@ void parser::impl::text(pugi::xml_node n, std::string& o) {
       return;
     }
   }
+  check_ws(n);
   writer.out = &o;
   for (pugi::xml_node c = n.first_child(); c; c = c.next_sibling()) {
     switch (c.type()) {
@@ -517,6 +562,8 @@ void parser::impl::rss_item(pugi::xml_node it, bool rdf) {
         text(c, e.title);
       } else if (l == "link") {
         text(c, scratch);
+        // <link href="..."/>, Atom style without the namespace: the href when no text.
+        if (scratch.empty()) attr(c, "href", scratch);
         if (!scratch.empty() && !have_link) {
           e.link.clear();
           resolve_url(base(), scratch, e.link);
@@ -551,9 +598,6 @@ void parser::impl::rss_item(pugi::xml_node it, bool rdf) {
       } else if (l == "encoded") {  // content:encoded without its namespace declared
         text(c, e.content);
         resolve_markup(e.content);
-      } else if (l == "link" && !have_link) {  // <link href="..."/>, Atom style, no namespace
-        link_attr(c, "href", e.link);
-        have_link = !e.link.empty();
       }
     } else if (n == ns::content && l == "encoded") {
       text(c, e.content);

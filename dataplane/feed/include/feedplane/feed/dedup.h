@@ -21,6 +21,14 @@ struct entry_key {
   uint64_t identity = 0;  // never 0 (0 marks an empty slot)
   uint64_t content = 0;   // hash of title, link, summary and content
   identity_kind kind = identity_kind::id;
+  // The entry's other identities (id, link, title plus published; 0 when it has none): the
+  // kind chosen can change between fetches (a guid that starts or stops repeating), so a
+  // miss on `identity` is checked against these before the entry counts as new.
+  uint64_t aliases[3] = {0, 0, 0};
+  // The entry's link identity when its link is unique in the document and is not already
+  // `identity`, else 0: recorded beside the identity, so an entry first known by its guid is
+  // still known when the guids later start repeating (then the link identifies it).
+  uint64_t link_alias = 0;
 };
 
 // Computes one key per entry of f, in order, into keys (cleared first).
@@ -79,8 +87,9 @@ class feed_state {
   // then be dropped without parsing. Records the new hash either way.
   bool same_document(std::string_view bytes);
 
-  // Classifies every entry of f (one verdict each, in order) and remembers them. The seen set
-  // is sized from the feed's own entry count: 4x the largest document seen, at least 64, so
+  // Classifies every entry of f (one verdict each, in order) and remembers them (identity and
+  // link alias: at most 2 records per entry). The seen set is sized from the feed's own entry
+  // count: 8x the largest document seen (4 fetches' worth of records), at least 64, so
   // entries that stay in the feed are never forgotten while it rotates.
   void classify(const feed& f, std::vector<verdict>& verdicts);
 
