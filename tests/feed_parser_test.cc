@@ -575,3 +575,38 @@ TEST(feed_encoding, control_characters_found_at_every_position) {
   const auto ok = parse(rss_item("<title>\t\xc3\xa9\r\n" + std::string(200, 'b') + "\xff</title>"));
   EXPECT_FALSE(ok.f.was_recovered(recovery::control_chars_stripped));
 }
+
+TEST(feed_parse, entries_reused_in_place_never_leak_into_a_later_document) {
+  parser p;
+  feed f;
+  auto doc = [](int n, const char* tag) {
+    std::string d = "<rss version=\"2.0\"><channel>";
+    for (int i = 0; i < n; ++i)
+      d += "<item><title>" + std::string(tag) + std::to_string(i) + "</title><category>c" +
+           std::to_string(i) + "</category></item>";
+    return d + "</channel></rss>";
+  };
+  ASSERT_EQ(p.parse(doc(3, "a"), {}, f), parse_errc::ok);
+  ASSERT_EQ(f.entries.size(), 3u);
+  ASSERT_EQ(p.parse(doc(1, "b"), {}, f), parse_errc::ok);
+  ASSERT_EQ(f.entries.size(), 1u);
+  EXPECT_EQ(f.entries[0].title, "b0");
+  ASSERT_EQ(f.entries[0].categories.size(), 1u);
+  parse_options small;
+  small.max_bytes = 8;
+  EXPECT_EQ(p.parse(doc(2, "c"), small, f), parse_errc::too_large);
+  EXPECT_TRUE(f.entries.empty());
+  EXPECT_EQ(p.parse("<html><body>x</body></html>", {}, f), parse_errc::html_not_feed);
+  EXPECT_TRUE(f.entries.empty());
+  ASSERT_EQ(p.parse(doc(4, "d"), {}, f), parse_errc::ok);
+  ASSERT_EQ(f.entries.size(), 4u);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(f.entries[i].title, "d" + std::to_string(i));
+    ASSERT_EQ(f.entries[i].categories.size(), 1u);
+  }
+  parse_options two;
+  two.max_entries = 2;
+  ASSERT_EQ(p.parse(doc(5, "e"), two, f), parse_errc::ok);
+  ASSERT_EQ(f.entries.size(), 2u);
+  EXPECT_EQ(f.entries[1].title, "e1");
+}

@@ -43,13 +43,18 @@ class transcoder {
 // instructions and the DOCTYPE are dropped.
 void repair_xml(std::string_view in, std::string& out, decode_stats& st);
 
-// Hands out entries for `out`, recycling the strings of previous documents' entries.
+// Hands out entries for `out`, reusing the entries (and their strings' capacity) of previous
+// documents in place: no entry is moved while a document of steady size is parsed.
 class entry_pool {
  public:
-  void recycle(feed& f);
+  void recycle(feed& f) { (void)f, used_ = 0; }  // start of a document: nothing handed out
   entry& add(feed& f);
+  size_t used() const { return used_; }
+  // End of a document: f.entries is exactly the entries handed out; the rest wait in spare_.
+  void finish(feed& f);
 
  private:
+  size_t used_ = 0;
   std::vector<entry> spare_;
 };
 

@@ -177,7 +177,7 @@ struct parser::impl {
   void rss_item(pugi::xml_node it, bool rdf);
   void atom_feed(pugi::xml_node root, bool atom03);
   void atom_entry(pugi::xml_node n, bool atom03);
-  bool room() const { return out->entries.size() < opts->max_entries; }
+  bool room() const { return pool.used() < opts->max_entries; }
 };
 
 parser::parser() : impl_(std::make_unique<impl>()) {}
@@ -186,9 +186,10 @@ parser::~parser() = default;
 parse_errc parser::parse(std::string_view bytes, const parse_options& opts, feed& out) noexcept {
   try {
     return impl_->parse(bytes, opts, out);
-  } catch (const std::bad_alloc&) {
-    return parse_errc::out_of_memory;
   } catch (...) {  // nothing below throws but allocation; keep the promise regardless
+    // Entries of an earlier document not reused by this one must not look like output.
+    const size_t used = impl_->pool.used();
+    if (out.entries.size() > used) out.entries.erase(out.entries.begin() + used, out.entries.end());
     return parse_errc::out_of_memory;
   }
 }
@@ -249,7 +250,10 @@ parse_errc parser::impl::run(std::string_view bytes, const parse_options& o, fee
   scopes.clear();
   base_depth = 0;
 
-  if (bytes.size() > o.max_bytes) return parse_errc::too_large;
+  if (bytes.size() > o.max_bytes) {
+    pool.finish(f);
+    return parse_errc::too_large;
+  }
   parse_errc rc = transcoder.to_utf8(bytes, o.content_type, utf8, st);
   if (rc == parse_errc::ok) {
     const size_t first = utf8.find_first_not_of(" \t\r\n");
@@ -272,6 +276,7 @@ parse_errc parser::impl::run(std::string_view bytes, const parse_options& o, fee
       if (rc == parse_errc::ok) rc = parse_xml(bytes);
     }
   }
+  pool.finish(f);
   f.recovered = st.flags;
   f.recovery_events = st.events;
   return rc;
@@ -423,7 +428,8 @@ void parser::impl::text(pugi::xml_node n, std::string& o) {
       const std::string_view v = trim_view(only.value());
       if (t == pugi::node_pcdata) {
         decode_entities(v, o, st);
-        trim(o);  // an entity may have decoded to whitespace at an end
+        // Only an entity at an end can have decoded to whitespace there.
+        if (!v.empty() && (v.front() == '&' || v.back() == ';')) trim(o);
       } else {
         o.assign(v);
       }

@@ -213,13 +213,12 @@ void repair_xml(std::string_view s, std::string& out, decode_stats& st) {
   if (!fixed && !truncated) note(st, recovery::malformed_xml);  // the parser saw something
 }
 
-void entry_pool::recycle(feed& f) {
-  // Moving an entry moves its strings' buffers: their capacity is reused next document.
-  for (auto& e : f.entries) spare_.push_back(std::move(e));
-  f.entries.clear();
-}
-
 entry& entry_pool::add(feed& f) {
+  if (used_ < f.entries.size()) {
+    entry& e = f.entries[used_++];
+    e.clear();
+    return e;
+  }
   if (spare_.empty()) {
     f.entries.emplace_back();
   } else {
@@ -227,7 +226,16 @@ entry& entry_pool::add(feed& f) {
     spare_.pop_back();
     f.entries.back().clear();
   }
+  ++used_;
   return f.entries.back();
+}
+
+void entry_pool::finish(feed& f) {
+  // Moving an entry moves its strings' buffers: their capacity is reused next document.
+  while (f.entries.size() > used_) {
+    spare_.push_back(std::move(f.entries.back()));
+    f.entries.pop_back();
+  }
 }
 
 void parse_person(std::string_view text, person& p) {
