@@ -112,6 +112,13 @@ void run_shard(shard& s, const config& cfg, const net::router& routes) {
     // Close connections, letting their cancellations complete (bounded).
     srv.shutdown();
     for (int i = 0; i < 1000 && srv.stats().open > 0; ++i) l->run_once(false);
+    // How well the loop batched: completions handled per io_uring_enter that waited.
+    const net::loop_stats& ls = l->stats();
+    fmt::print(stderr,
+               "feedplane: shard {}: {} requests, {} connections; {} completions in {} waits "
+               "({:.1f} per wait), {} SQEs submitted\n",
+               s.index, srv.stats().requests, srv.stats().accepted, ls.completions, ls.waits,
+               ls.waits != 0 ? double(ls.completions) / double(ls.waits) : 0.0, ls.submitted);
   }
   close(s.listen_fd);
 }
