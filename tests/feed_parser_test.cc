@@ -610,3 +610,42 @@ TEST(feed_parse, entries_reused_in_place_never_leak_into_a_later_document) {
   ASSERT_EQ(f.entries.size(), 2u);
   EXPECT_EQ(f.entries[1].title, "e1");
 }
+
+TEST(feed_encoding, latin1_label_on_utf8_bytes_reads_utf8) {
+  const auto r = parse(
+      "<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?><rss version=\"2.0\">"
+      "<channel><title>caf\xc3\xa9</title></channel></rss>");
+  ASSERT_EQ(r.rc, parse_errc::ok);
+  EXPECT_EQ(r.f.title, "caf\xc3\xa9");
+  EXPECT_TRUE(r.f.was_recovered(recovery::encoding_fallback));
+  // Real Latin-1 (not valid UTF-8) is still read as declared, unflagged.
+  const auto l = parse(
+      "<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?><rss version=\"2.0\">"
+      "<channel><title>caf\xe9</title></channel></rss>");
+  EXPECT_EQ(l.f.title, "caf\xc3\xa9");
+  EXPECT_FALSE(l.f.was_recovered(recovery::encoding_fallback));
+}
+
+TEST(feed_parse, json_feed_with_wrong_types_everywhere) {
+  const auto r =
+      parse(R"({"version":"https://jsonfeed.org/version/1.1","title":5,"home_page_url":[],)"
+            R"("feed_url":{},"hubs":"x","authors":{"name":1},"items":[1,"x",null,{"id":{"a":1},)"
+            R"("title":[],"url":7,"summary":false,"content_html":{},"date_published":123,)"
+            R"("date_modified":"Feb 30 2004","authors":"x","author":5,"tags":[1,null,"ok",{}],)"
+            R"("attachments":[1,{"url":5},{"url":"a","size_in_bytes":"9"},)"
+            R"({"url":"b","size_in_bytes":-5}]},{"id":7}]})");
+  ASSERT_EQ(r.rc, parse_errc::ok);
+  EXPECT_EQ(r.f.title, "");
+  ASSERT_EQ(r.f.entries.size(), 2u);
+  const entry& e = r.f.entries[0];
+  EXPECT_EQ(e.id, "");
+  EXPECT_EQ(e.title, "");
+  EXPECT_FALSE(e.has_published);
+  EXPECT_FALSE(e.has_updated);  // "Feb 30": absent, not March 1st or 2nd
+  EXPECT_TRUE(r.f.was_recovered(recovery::unparsed_date));
+  ASSERT_EQ(e.categories.size(), 1u);
+  ASSERT_EQ(e.enclosures.size(), 2u);
+  EXPECT_EQ(e.enclosures[0].length, 0);
+  EXPECT_EQ(e.enclosures[1].length, 0);  // a negative size is no size
+  EXPECT_EQ(r.f.entries[1].id, "7");
+}

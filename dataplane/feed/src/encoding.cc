@@ -1,4 +1,5 @@
 // Bytes as servers send them -> UTF-8: BOM, HTTP charset, XML declaration, iconv.
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -347,7 +348,15 @@ parse_errc transcoder::to_utf8(std::string_view in, std::string_view content_typ
       }
     }
   } else if (is_latin1_name(enc)) {
-    cp1252_to_utf8(in, out);
+    // Labelled Latin-1 but valid UTF-8 with multi-byte sequences: the label is wrong (Latin-1
+    // text almost never forms valid UTF-8 sequences; "caf\xc3\xa9" is "café", not "cafÃ©").
+    const bool non_ascii = std::any_of(in.begin(), in.end(), [](char c) { return c < 0; });
+    if (non_ascii && simdjson_validate(in)) {
+      out.assign(in);
+      note(st, recovery::encoding_fallback);
+    } else {
+      cp1252_to_utf8(in, out);
+    }
   } else if (!iconv_to_utf8(enc, in, out, st)) {
     if (from_bom) return parse_errc::unsupported_encoding;
     // Unknown label: read it as UTF-8 if it is, else as windows-1252.

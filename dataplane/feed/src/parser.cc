@@ -1011,7 +1011,7 @@ parse_errc parser::impl::parse_json(std::string_view text_in) {
         resolve_url(opts->base_url, s, enc.url);
         json_str(a, "mime_type", enc.type);
         int64_t n = 0;
-        if (a["size_in_bytes"].get_int64().get(n) == simdjson::SUCCESS) enc.length = n;
+        if (a["size_in_bytes"].get_int64().get(n) == simdjson::SUCCESS && n > 0) enc.length = n;
       }
     }
   }
