@@ -608,6 +608,11 @@ TEST(http_server, gzip_for_clients_that_accept_it) {
       s.port(),
       "GET /big HTTP/1.1\r\nHost: t\r\nAccept-Encoding: gzip\r\nIf-None-Match: W/\"v1\"\r\n\r\n");
   EXPECT_EQ(r.status, 304);
+  // ... and carries the tag the gzip 200 carries (RFC 9110 15.4.5), not the identity one.
+  EXPECT_EQ(r.headers["etag"], "W/\"v1\"");
+  r = one_shot(s.port(), "GET /big HTTP/1.1\r\nHost: t\r\nIf-None-Match: W/\"v1\"\r\n\r\n");
+  EXPECT_EQ(r.status, 304);
+  EXPECT_EQ(r.headers["etag"], "\"v1\"");
 }
 
 TEST(http_server, http10_404_405) {

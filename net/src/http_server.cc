@@ -704,7 +704,8 @@ void http_server::write_response(connection& k, const request_meta& req, http_re
   const bool vary = opt_.gzip && r.compressible && r.body.size() >= opt_.gzip_min_bytes;
   std::string_view body = r.body;
   bool gzipped = false;
-  if (status == 200 && vary && accepts_gzip(req.accept_encoding)) {
+  const bool wants_gzip = vary && accepts_gzip(req.accept_encoding);
+  if (status == 200 && wants_gzip) {
     if (!r.gzip_body.empty()) {
       body = r.gzip_body;
       gzipped = true;
@@ -734,7 +735,9 @@ void http_server::write_response(connection& k, const request_meta& req, http_re
   if (!r.etag.empty()) {
     o.append("ETag: ");
     // A compressed representation has different bytes: mark its tag weak (as nginx does).
-    if (gzipped && r.etag.substr(0, 2) != "W/") o.append("W/");
+    // A 304 carries the tag the 200 would have carried for this request (RFC 9110 15.4.5).
+    const bool weak = gzipped || (status == 304 && wants_gzip);
+    if (weak && r.etag.substr(0, 2) != "W/") o.append("W/");
     o.append(r.etag).append("\r\n");
   }
   if (r.last_modified >= 0) {
