@@ -344,17 +344,19 @@ bool parse_rfc1123_fast(std::string_view s, int64_t* out) {
   return to_epoch(f, out);
 }
 
+[[gnu::always_inline]] inline bool two_digits(const char* p, int* v) {
+  if (!is_digit(p[0]) || !is_digit(p[1])) return false;
+  *v = (p[0] - '0') * 10 + (p[1] - '0');
+  return true;
+}
+
 // The exact RFC 3339 form Atom and JSON Feed send, read at fixed positions:
 // "YYYY-MM-DDTHH:MM:SS[.frac](Z|+hh:mm|-hh:mm)". Returns false when s is not in exactly that
 // form (parse_iso then decides). Fast because it is straight-line digit arithmetic.
 bool parse_rfc3339_fast(std::string_view s, int64_t* out) {
   if (s.size() < 20) return false;
   const char* p = s.data();
-  auto d2 = [p](size_t i, int* v) {
-    if (!is_digit(p[i]) || !is_digit(p[i + 1])) return false;
-    *v = (p[i] - '0') * 10 + (p[i + 1] - '0');
-    return true;
-  };
+  auto d2 = [p](size_t i, int* v) { return two_digits(p + i, v); };
   fields f;
   int hi = 0, lo = 0;
   if (!d2(0, &hi) || !d2(2, &lo) || p[4] != '-' || !d2(5, &f.month) || p[7] != '-' ||
