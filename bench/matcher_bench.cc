@@ -14,10 +14,10 @@
 
 #include <algorithm>
 #include <chrono>
-#include <ctime>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <map>
 #include <memory>
 #include <string>
@@ -134,7 +134,9 @@ struct percentiles {
 
 percentiles summarize(std::vector<double>& ns) {
   std::sort(ns.begin(), ns.end());
-  auto at = [&](double q) { return ns[std::min(ns.size() - 1, static_cast<size_t>(q * static_cast<double>(ns.size())))]; };
+  auto at = [&](double q) {
+    return ns[std::min(ns.size() - 1, static_cast<size_t>(q * static_cast<double>(ns.size())))];
+  };
   return {at(0.5), at(0.9), at(0.99)};
 }
 
@@ -209,7 +211,8 @@ void BM_match(benchmark::State& state, size_t n, size_t words, int which) {
     state.counters["build_s"] = w.build_seconds;
     state.counters["maintain_pass_s"] = w.maintain_pass_seconds;
   } else if (which == 1) {
-    state.counters["B_per_sub"] = static_cast<double>(w.counting.memory_bytes()) / static_cast<double>(n);
+    state.counters["B_per_sub"] =
+        static_cast<double>(w.counting.memory_bytes()) / static_cast<double>(n);
   }
 }
 
@@ -280,7 +283,9 @@ void BM_mutation_stall(benchmark::State& state, size_t n) {
     w.idx.maintain(512);
     maintain_ns.push_back(thread_cpu_ns() - t0);
   }
-  auto max_of = [](const std::vector<double>& v) { return v.empty() ? 0 : *std::max_element(v.begin(), v.end()); };
+  auto max_of = [](const std::vector<double>& v) {
+    return v.empty() ? 0 : *std::max_element(v.begin(), v.end());
+  };
   state.counters["add_max_us"] = max_of(add_ns) / 1e3;
   state.counters["remove_max_us"] = max_of(remove_ns) / 1e3;
   state.counters["maintain512_max_us"] = max_of(maintain_ns) / 1e3;
@@ -340,12 +345,13 @@ void BM_scan_kernel(benchmark::State& state) {
   const std::string& s = ascii_text();
   const auto* in = reinterpret_cast<const uint8_t*>(s.data());
   std::vector<uint8_t> lower(s.size());
-  std::vector<uint32_t> bounds(s.size() + 1 + fm::detail::kBoundsSlack);
+  std::vector<uint32_t> bounds(s.size() + 1 + fm::detail::k_bounds_slack);
   const bool use_simd = state.range(0) != 0;
   unsigned flags;
   for (auto _ : state) {
-    const size_t n = use_simd ? fm::detail::scan_words_simd(in, s.size(), lower.data(), bounds.data(), &flags)
-                              : fm::detail::scan_words_scalar(in, s.size(), lower.data(), bounds.data(), &flags);
+    const size_t n =
+        use_simd ? fm::detail::scan_words_simd(in, s.size(), lower.data(), bounds.data(), &flags)
+                 : fm::detail::scan_words_scalar(in, s.size(), lower.data(), bounds.data(), &flags);
     benchmark::DoNotOptimize(n);
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * s.size()));
@@ -361,7 +367,8 @@ void BM_prepare_article(benchmark::State& state) {
     a.assign_html(title, content);
     benchmark::DoNotOptimize(a.size());
   }
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * (title.size() + content.size())));
+  state.SetBytesProcessed(
+      static_cast<int64_t>(state.iterations() * (title.size() + content.size())));
 }
 
 }  // namespace
@@ -369,7 +376,11 @@ void BM_prepare_article(benchmark::State& state) {
 BENCHMARK(BM_scan_kernel)->Arg(0)->Arg(1);
 BENCHMARK(BM_tokenize)->Arg(0)->Arg(1);
 BENCHMARK(BM_prepare_article)->Arg(61)->Arg(2000);
-BENCHMARK(BM_insert)->Args({1000000, 0})->Args({1000000, 1})->Iterations(2)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_insert)
+    ->Args({1000000, 0})
+    ->Args({1000000, 1})
+    ->Iterations(2)
+    ->Unit(benchmark::kMillisecond);
 
 int main(int argc, char** argv) {
   std::printf("tokenizer target: %s\n", fm::tokenizer_target());
@@ -380,8 +391,8 @@ int main(int argc, char** argv) {
     for (size_t words : {61, 250, 637, 2000}) {
       for (int which = 0; which < 3; ++which) {
         if (which == 2 && n > k_naive_limit) continue;
-        const std::string name = std::string("match/") + k_names[which] + "/subs:" + std::to_string(n) +
-                                 "/words:" + std::to_string(words);
+        const std::string name = std::string("match/") + k_names[which] +
+                                 "/subs:" + std::to_string(n) + "/words:" + std::to_string(words);
         auto* b = benchmark::RegisterBenchmark(name.c_str(), BM_match, n, words, which);
         b->Unit(benchmark::kMicrosecond);
         if (which == 2 && n >= 100000) b->Iterations(words >= 637 ? 10 : 50);

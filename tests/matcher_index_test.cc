@@ -72,10 +72,12 @@ TEST(MatcherIndex, Basics) {
 TEST(MatcherIndex, PlainTextFastPathAgreesWithTheParser) {
   fixture f;
   f.add(1, "Rust TOKIO rust");
-  f.add(2, "rust  tokio");  // double space: the parser's path
+  f.add(2, "rust  tokio");                 // double space: the parser's path
   f.add(3, "a1 a2 a3 a4 a5 a6 a7 a8 a9");  // nine words: a general clause
-  EXPECT_EQ(f.idx.add(4, "the"), "only very frequent words: the would match nearly every article; add a rarer word");
-  EXPECT_EQ(f.idx.add(4, "a b c d e f g h i j k l m n o p q"), "too many words: 17 (the limit is 16)");
+  EXPECT_EQ(f.idx.add(4, "the"),
+            "only very frequent words: the would match nearly every article; add a rarer word");
+  EXPECT_EQ(f.idx.add(4, "a b c d e f g h i j k l m n o p q"),
+            "too many words: 17 (the limit is 16)");
   EXPECT_EQ(f.idx.add(4, "x OR"), "OR at column 3 has nothing after it");
   EXPECT_NE(f.idx.add(4, std::string(200, 'y')), "");  // too long a word, fast path or not
   EXPECT_EQ(f.match("", "tokio and RUST"), (ids{1, 2}));
@@ -152,11 +154,14 @@ TEST(MatcherIndex, FilesUnderTheRarestWordAndRefilesOnDrift) {
 // ---- randomised differential test ----
 
 const std::vector<std::string> k_words = {
-    "rust",  "go",    "java",   "tokio", "new",   "york",  "times",  "law",  "internet",
-    "privacy", "c++", "caf\u00e9", "stra\u00dfe", "\u4e2d\u6587", "e-mail", "u.s.", "don't",
-    "the",   "of",    "alpha",  "beta",  "gamma", "delta", "x1",     "42",   "\u00e9t\u00e9"};
+    "rust",   "go",       "java",    "tokio", "new",          "york",        "times",
+    "law",    "internet", "privacy", "c++",   "caf\u00e9",    "stra\u00dfe", "\u4e2d\u6587",
+    "e-mail", "u.s.",     "don't",   "the",   "of",           "alpha",       "beta",
+    "gamma",  "delta",    "x1",      "42",    "\u00e9t\u00e9"};
 
-std::string pick(std::mt19937_64& r, const std::vector<std::string>& v) { return v[r() % v.size()]; }
+std::string pick(std::mt19937_64& r, const std::vector<std::string>& v) {
+  return v[r() % v.size()];
+}
 
 std::string random_term(std::mt19937_64& r) {
   std::string t;
@@ -196,7 +201,9 @@ std::string random_query(std::mt19937_64& r, int depth = 0) {
 }
 
 std::string random_text(std::mt19937_64& r, size_t words) {
-  static const std::vector<std::string> seps = {" ", " ", " ", ", ", ". ", " - ", "'", " <b>", "</b> ", " &amp; ", "<p>", "\u2019", " \u2014 "};
+  static const std::vector<std::string> seps = {" ",   " ",      " ",       ", ",    ". ",
+                                                " - ", "'",      " <b>",    "</b> ", " &amp; ",
+                                                "<p>", "\u2019", " \u2014 "};
   std::string s;
   for (size_t i = 0; i < words; ++i) {
     if (i) s += pick(r, seps);

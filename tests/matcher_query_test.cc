@@ -76,11 +76,18 @@ TEST(MatcherQuery, PhrasesAndTitle) {
 TEST(MatcherQuery, Rejections) {
   EXPECT_EQ(error(""), "empty query: it has no words");
   EXPECT_EQ(error("  & | "), "empty query: it has no words");
-  EXPECT_EQ(error("-java"), "only exclusions: an alternative excludes java but requires no word; add a word that must appear");
-  EXPECT_EQ(error("rust OR -java"), "only exclusions: an alternative excludes java but requires no word; add a word that must appear");
-  EXPECT_EQ(error("the"), "only very frequent words: the would match nearly every article; add a rarer word");
-  EXPECT_EQ(error("the of and"), "only very frequent words: the would match nearly every article; add a rarer word");
-  EXPECT_EQ(error("rust OR the"), "only very frequent words: the would match nearly every article; add a rarer word");
+  EXPECT_EQ(error("-java"),
+            "only exclusions: an alternative excludes java but requires no word; add a word that "
+            "must appear");
+  EXPECT_EQ(error("rust OR -java"),
+            "only exclusions: an alternative excludes java but requires no word; add a word that "
+            "must appear");
+  EXPECT_EQ(error("the"),
+            "only very frequent words: the would match nearly every article; add a rarer word");
+  EXPECT_EQ(error("the of and"),
+            "only very frequent words: the would match nearly every article; add a rarer word");
+  EXPECT_EQ(error("rust OR the"),
+            "only very frequent words: the would match nearly every article; add a rarer word");
   EXPECT_EQ(error("the rust"), "");
   EXPECT_EQ(error("\"new york"), "unbalanced quotes: the '\"' at column 1 is never closed");
   EXPECT_EQ(error("(rust go"), "unbalanced parentheses: '(' at column 1 is never closed");
@@ -91,14 +98,20 @@ TEST(MatcherQuery, Rejections) {
   EXPECT_EQ(error("OR rust"), "OR at column 1 has nothing before it");
   EXPECT_EQ(error("rust AND"), "AND at column 6 has nothing after it");
   EXPECT_EQ(error("rust NOT"), "NOT at column 6 has nothing to apply to");
-  EXPECT_EQ(error("rust - go"), "'-' at column 6 must be followed directly by a word, phrase or group to exclude");
-  EXPECT_EQ(error("title: rust"), "'title:' at column 1 must be followed directly by a word, phrase or group");
-  EXPECT_EQ(error("rust -rust"), "the query can never match: every alternative excludes a word it requires");
-  EXPECT_EQ(error("a1 a2 a3 a4 a5 a6 a7 a8 a9 b1 b2 b3 b4 b5 b6 b7 b8"), "too many words: 17 (the limit is 16)");
+  EXPECT_EQ(error("rust - go"),
+            "'-' at column 6 must be followed directly by a word, phrase or group to exclude");
+  EXPECT_EQ(error("title: rust"),
+            "'title:' at column 1 must be followed directly by a word, phrase or group");
+  EXPECT_EQ(error("rust -rust"),
+            "the query can never match: every alternative excludes a word it requires");
+  EXPECT_EQ(error("a1 a2 a3 a4 a5 a6 a7 a8 a9 b1 b2 b3 b4 b5 b6 b7 b8"),
+            "too many words: 17 (the limit is 16)");
   EXPECT_EQ(error("(a1 OR a2) (b1 OR b2) (c1 OR c2) (d1 OR d2)"),
-            "too many alternatives: the query expands to more than 8 AND-clauses (OR and NOT multiply out)");
+            "too many alternatives: the query expands to more than 8 AND-clauses (OR and NOT "
+            "multiply out)");
   EXPECT_EQ(error("(a1 OR a2) (b1 OR b2) (c1 OR c2)"), "");
-  EXPECT_EQ(error("rust " + std::string(129, 'x')), "a word is too long: 129 bytes (the limit is 128), starting \"xxxxxxxxxxxxxxxx\"");
+  EXPECT_EQ(error("rust " + std::string(129, 'x')),
+            "a word is too long: 129 bytes (the limit is 128), starting \"xxxxxxxxxxxxxxxx\"");
 }
 
 TEST(MatcherQuery, LimitsAreConfigurable) {

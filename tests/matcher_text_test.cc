@@ -64,14 +64,17 @@ TEST(MatcherText, DocumentedRules) {
 TEST(MatcherText, UnicodeFolding) {
   EXPECT_EQ(simd("Stra\u00dfe"), (W{"strasse"}));
   EXPECT_EQ(simd("CAF\u00c9 caf\u00e9"), (W{"caf\u00e9", "caf\u00e9"}));
-  EXPECT_EQ(simd("cafe\u0301"), (W{"caf\u00e9"}));  // composed (NFC)
-  EXPECT_EQ(simd("\ufb01le"), (W{"file"}));          // ligature (NFKC)
+  EXPECT_EQ(simd("cafe\u0301"), (W{"caf\u00e9"}));    // composed (NFC)
+  EXPECT_EQ(simd("\ufb01le"), (W{"file"}));           // ligature (NFKC)
   EXPECT_EQ(simd("\uff21\uff22\uff23"), (W{"abc"}));  // full width
-  EXPECT_EQ(simd("\u039a\u03b1\u03bb\u03b7\u03bc\u03ad\u03c1\u03b1"), (W{"\u03ba\u03b1\u03bb\u03b7\u03bc\u03ad\u03c1\u03b1"}));
-  EXPECT_EQ(simd("hy\u00adphen"), (W{"hyphen"}));     // soft hyphen stays inside
+  EXPECT_EQ(simd("\u039a\u03b1\u03bb\u03b7\u03bc\u03ad\u03c1\u03b1"),
+            (W{"\u03ba\u03b1\u03bb\u03b7\u03bc\u03ad\u03c1\u03b1"}));
+  EXPECT_EQ(simd("hy\u00adphen"), (W{"hyphen"}));  // soft hyphen stays inside
   EXPECT_EQ(simd("zero\u200bwidth"), (W{"zero", "width"}));
   EXPECT_EQ(simd("\u4e2d\u6587 text"), (W{"\u4e2d\u6587", "text"}));
-  EXPECT_EQ(simd("bad\xff\xfe" "bytes"), (W{"bad", "bytes"}));
+  EXPECT_EQ(simd("bad\xff\xfe"
+                 "bytes"),
+            (W{"bad", "bytes"}));
   EXPECT_EQ(simd("emoji\U0001F600face"), (W{"emoji", "face"}));
 }
 
@@ -79,7 +82,8 @@ TEST(MatcherText, Markup) {
   EXPECT_EQ(simd(visible("<div class=\"center-wrap\">hello</div>")), (W{"hello"}));
   EXPECT_EQ(simd(visible("<p>one</p><p>two</p>")), (W{"one", "two"}));
   EXPECT_EQ(simd(visible("<b>Fire</b>fox")), (W{"firefox"}));
-  EXPECT_EQ(simd(visible("a<script>var center = 1;</script>b<style>.x{}</style>c")), (W{"a", "b", "c"}));
+  EXPECT_EQ(simd(visible("a<script>var center = 1;</script>b<style>.x{}</style>c")),
+            (W{"a", "b", "c"}));
   EXPECT_EQ(simd(visible("x<SCRIPT type='a'>if (a<b) y()</SCRIPT>z")), (W{"x", "z"}));
   EXPECT_EQ(simd(visible("AT&amp;T &lt;tag&gt; caf&eacute; &#233;t&#xE9; &mdash;")),
             (W{"at", "t", "tag", "caf\u00e9", "\u00e9t\u00e9"}));
@@ -98,8 +102,11 @@ TEST(MatcherText, TargetNamed) {
 
 // Random text built from pieces that exercise every rule, at every length and offset.
 std::string random_text(std::mt19937_64& rng, size_t len, bool unicode) {
-  static const std::vector<std::string> ascii = {"a", "Z", "q", "0", "9", " ", " ", ",", ".", "'", "-", "_", "+", "++", "\n", "\t", "x", "M"};
-  static const std::vector<std::string> extra = {"\u00e9", "\u00c9", "\u00df", "\u2019", "\u2014", "\u00ad", "\u200b", "\u4e2d", "\xff", "\xc3", "\U0001F600", "\u0301", "\ufb01"};
+  static const std::vector<std::string> ascii = {"a", "Z", "q", "0", "9",  " ",  " ",  ",", ".",
+                                                 "'", "-", "_", "+", "++", "\n", "\t", "x", "M"};
+  static const std::vector<std::string> extra = {
+      "\u00e9", "\u00c9", "\u00df", "\u2019",     "\u2014", "\u00ad", "\u200b",
+      "\u4e2d", "\xff",   "\xc3",   "\U0001F600", "\u0301", "\ufb01"};
   std::string s;
   while (s.size() < len) {
     if (unicode && rng() % 5 == 0) {
@@ -154,7 +161,8 @@ TEST(MatcherText, ScanKernelsWriteTheSameBounds) {
     const std::string s = random_text(rng, len, len % 3 == 0);
     const auto* in = reinterpret_cast<const uint8_t*>(s.data());
     std::vector<uint8_t> l1(len + 1), l2(len + 1);
-    std::vector<uint32_t> b1(len + 1 + fm::detail::kBoundsSlack), b2(len + 1 + fm::detail::kBoundsSlack);
+    std::vector<uint32_t> b1(len + 1 + fm::detail::k_bounds_slack),
+        b2(len + 1 + fm::detail::k_bounds_slack);
     unsigned f1 = 0, f2 = 0;
     const size_t n1 = fm::detail::scan_words_simd(in, len, l1.data(), b1.data(), &f1);
     const size_t n2 = fm::detail::scan_words_scalar(in, len, l2.data(), b2.data(), &f2);

@@ -31,7 +31,9 @@ uint64_t rng::next() {
 }
 
 double rng::uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
-uint64_t rng::below(uint64_t n) { return static_cast<uint64_t>(uniform() * static_cast<double>(n)); }
+uint64_t rng::below(uint64_t n) {
+  return static_cast<uint64_t>(uniform() * static_cast<double>(n));
+}
 
 vocabulary vocabulary::load(const std::string& path) {
   vocabulary v;
@@ -56,7 +58,8 @@ zipf::zipf(size_t first, size_t n, double s) : first_(first) {
   const size_t k = n - first;
   std::vector<double> p(k);
   double total = 0;
-  for (size_t i = 0; i < k; ++i) total += p[i] = 1.0 / std::pow(static_cast<double>(first + i + 1), s);
+  for (size_t i = 0; i < k; ++i)
+    total += p[i] = 1.0 / std::pow(static_cast<double>(first + i + 1), s);
   // Walker's alias method (Vose's variant).
   prob_.assign(k, 0);
   alias_.assign(k, 0);
@@ -89,7 +92,8 @@ generator::generator(const vocabulary& v, options o)
     : vocab_(v),
       opt_(o),
       all_(0, v.words.size(), o.zipf_exponent),
-      subscribable_(std::min(o.excluded_top_words, v.words.size() - 1), v.words.size(), o.zipf_exponent) {}
+      subscribable_(std::min(o.excluded_top_words, v.words.size() - 1), v.words.size(),
+                    o.zipf_exponent) {}
 
 size_t generator::subscription_length(rng& r) const {
   // Words per web query (after Beitzel et al. and the Yahoo study Cobra cites): median 3,

@@ -33,11 +33,21 @@ void append_json_string(std::string& out, std::string_view s) {
   out += '"';
   for (const char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           out += fmt::format("\\u{:04x}", static_cast<unsigned char>(c));
@@ -104,8 +114,8 @@ int run_match(const match_args& args) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     out.clear();
     if (auto err = read_article(parser, line, title, content); !err.empty()) {
-      fmt::print(stderr, "feedplane: match: {}:{}: article {} has no matches: {}\n",
-                 args.articles, line_number, article, err);
+      fmt::print(stderr, "feedplane: match: {}:{}: article {} has no matches: {}\n", args.articles,
+                 line_number, article, err);
       rc = 1;
       out = fmt::format("{{\"article\": {}, \"matches\": []}}\n", article);
       std::fwrite(out.data(), 1, out.size(), stdout);
@@ -150,15 +160,18 @@ int run_match(const match_args& args) {
 
 void add_match_command(CLI::App& app, int* rc) {
   auto* cmd = app.add_subcommand(
-      "match", "match articles (JSON Lines: title, content) against subscriptions (one query a line)");
+      "match",
+      "match articles (JSON Lines: title, content) against subscriptions (one query a line)");
   cmd->footer(
       "Prints {\"article\": i, \"matches\": [subscription ids ascending]} per article, in input\n"
       "order. A subscription's id is its 0-based line number; an invalid query is reported on\n"
       "stderr with its line and reason and skipped. Query language: words (all required),\n"
       "OR, parentheses, -word or NOT word, \"quoted phrase\", title:word.");
   auto args = std::make_shared<match_args>();
-  cmd->add_option("--subscriptions,-s", args->subscriptions, "file with one query per line")->required();
-  cmd->add_option("--articles,-a", args->articles, "JSON Lines file of {\"title\", \"content\"}")->required();
+  cmd->add_option("--subscriptions,-s", args->subscriptions, "file with one query per line")
+      ->required();
+  cmd->add_option("--articles,-a", args->articles, "JSON Lines file of {\"title\", \"content\"}")
+      ->required();
   cmd->add_flag("--words", args->words,
                 "also print, per match, the subscription's words that occur in the article");
   cmd->callback([args, rc] { *rc = run_match(*args); });

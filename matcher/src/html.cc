@@ -18,36 +18,35 @@ struct entity {
 
 // HTML 4's Latin-1 entities are the code points 160..255 in order.
 constexpr std::string_view k_latin1[96] = {
-    "nbsp",   "iexcl",  "cent",   "pound",  "curren", "yen",    "brvbar", "sect",
-    "uml",    "copy",   "ordf",   "laquo",  "not",    "shy",    "reg",    "macr",
-    "deg",    "plusmn", "sup2",   "sup3",   "acute",  "micro",  "para",   "middot",
-    "cedil",  "sup1",   "ordm",   "raquo",  "frac14", "frac12", "frac34", "iquest",
-    "Agrave", "Aacute", "Acirc",  "Atilde", "Auml",   "Aring",  "AElig",  "Ccedil",
-    "Egrave", "Eacute", "Ecirc",  "Euml",   "Igrave", "Iacute", "Icirc",  "Iuml",
-    "ETH",    "Ntilde", "Ograve", "Oacute", "Ocirc",  "Otilde", "Ouml",   "times",
-    "Oslash", "Ugrave", "Uacute", "Ucirc",  "Uuml",   "Yacute", "THORN",  "szlig",
-    "agrave", "aacute", "acirc",  "atilde", "auml",   "aring",  "aelig",  "ccedil",
-    "egrave", "eacute", "ecirc",  "euml",   "igrave", "iacute", "icirc",  "iuml",
-    "eth",    "ntilde", "ograve", "oacute", "ocirc",  "otilde", "ouml",   "divide",
-    "oslash", "ugrave", "uacute", "ucirc",  "uuml",   "yacute", "thorn",  "yuml"};
+    "nbsp",   "iexcl",  "cent",   "pound",  "curren", "yen",    "brvbar", "sect",   "uml",
+    "copy",   "ordf",   "laquo",  "not",    "shy",    "reg",    "macr",   "deg",    "plusmn",
+    "sup2",   "sup3",   "acute",  "micro",  "para",   "middot", "cedil",  "sup1",   "ordm",
+    "raquo",  "frac14", "frac12", "frac34", "iquest", "Agrave", "Aacute", "Acirc",  "Atilde",
+    "Auml",   "Aring",  "AElig",  "Ccedil", "Egrave", "Eacute", "Ecirc",  "Euml",   "Igrave",
+    "Iacute", "Icirc",  "Iuml",   "ETH",    "Ntilde", "Ograve", "Oacute", "Ocirc",  "Otilde",
+    "Ouml",   "times",  "Oslash", "Ugrave", "Uacute", "Ucirc",  "Uuml",   "Yacute", "THORN",
+    "szlig",  "agrave", "aacute", "acirc",  "atilde", "auml",   "aring",  "aelig",  "ccedil",
+    "egrave", "eacute", "ecirc",  "euml",   "igrave", "iacute", "icirc",  "iuml",   "eth",
+    "ntilde", "ograve", "oacute", "ocirc",  "otilde", "ouml",   "divide", "oslash", "ugrave",
+    "uacute", "ucirc",  "uuml",   "yacute", "thorn",  "yuml"};
 
 constexpr entity k_entities[] = {
-    {"amp", '&'},       {"lt", '<'},         {"gt", '>'},        {"quot", '"'},
-    {"apos", '\''},     {"OElig", 0x152},    {"oelig", 0x153},   {"Scaron", 0x160},
-    {"scaron", 0x161},  {"Yuml", 0x178},     {"fnof", 0x192},    {"circ", 0x2C6},
-    {"tilde", 0x2DC},   {"ensp", 0x2002},    {"emsp", 0x2003},   {"thinsp", 0x2009},
-    {"zwnj", 0x200C},   {"zwj", 0x200D},     {"lrm", 0x200E},    {"rlm", 0x200F},
-    {"ndash", 0x2013},  {"mdash", 0x2014},   {"lsquo", 0x2018},  {"rsquo", 0x2019},
-    {"sbquo", 0x201A},  {"ldquo", 0x201C},   {"rdquo", 0x201D},  {"bdquo", 0x201E},
-    {"dagger", 0x2020}, {"Dagger", 0x2021},  {"bull", 0x2022},   {"hellip", 0x2026},
-    {"permil", 0x2030}, {"prime", 0x2032},   {"Prime", 0x2033},  {"lsaquo", 0x2039},
-    {"rsaquo", 0x203A}, {"oline", 0x203E},   {"frasl", 0x2044},  {"euro", 0x20AC},
-    {"trade", 0x2122},  {"larr", 0x2190},    {"rarr", 0x2192},   {"uarr", 0x2191},
-    {"darr", 0x2193},   {"harr", 0x2194},    {"minus", 0x2212},  {"lowast", 0x2217},
-    {"le", 0x2264},     {"ge", 0x2265},      {"ne", 0x2260},     {"asymp", 0x2248},
-    {"infin", 0x221E},  {"hearts", 0x2665},  {"alpha", 0x3B1},   {"beta", 0x3B2},
-    {"gamma", 0x3B3},   {"delta", 0x3B4},    {"pi", 0x3C0},      {"sigma", 0x3C3},
-    {"omega", 0x3C9},   {"mu", 0x3BC},       {"lambda", 0x3BB},  {"theta", 0x3B8},
+    {"amp", '&'},       {"lt", '<'},        {"gt", '>'},       {"quot", '"'},
+    {"apos", '\''},     {"OElig", 0x152},   {"oelig", 0x153},  {"Scaron", 0x160},
+    {"scaron", 0x161},  {"Yuml", 0x178},    {"fnof", 0x192},   {"circ", 0x2C6},
+    {"tilde", 0x2DC},   {"ensp", 0x2002},   {"emsp", 0x2003},  {"thinsp", 0x2009},
+    {"zwnj", 0x200C},   {"zwj", 0x200D},    {"lrm", 0x200E},   {"rlm", 0x200F},
+    {"ndash", 0x2013},  {"mdash", 0x2014},  {"lsquo", 0x2018}, {"rsquo", 0x2019},
+    {"sbquo", 0x201A},  {"ldquo", 0x201C},  {"rdquo", 0x201D}, {"bdquo", 0x201E},
+    {"dagger", 0x2020}, {"Dagger", 0x2021}, {"bull", 0x2022},  {"hellip", 0x2026},
+    {"permil", 0x2030}, {"prime", 0x2032},  {"Prime", 0x2033}, {"lsaquo", 0x2039},
+    {"rsaquo", 0x203A}, {"oline", 0x203E},  {"frasl", 0x2044}, {"euro", 0x20AC},
+    {"trade", 0x2122},  {"larr", 0x2190},   {"rarr", 0x2192},  {"uarr", 0x2191},
+    {"darr", 0x2193},   {"harr", 0x2194},   {"minus", 0x2212}, {"lowast", 0x2217},
+    {"le", 0x2264},     {"ge", 0x2265},     {"ne", 0x2260},    {"asymp", 0x2248},
+    {"infin", 0x221E},  {"hearts", 0x2665}, {"alpha", 0x3B1},  {"beta", 0x3B2},
+    {"gamma", 0x3B3},   {"delta", 0x3B4},   {"pi", 0x3C0},     {"sigma", 0x3C3},
+    {"omega", 0x3C9},   {"mu", 0x3BC},      {"lambda", 0x3BB}, {"theta", 0x3B8},
 };
 
 void append_utf8(uint32_t cp, std::string& out) {
@@ -126,9 +125,9 @@ bool iequals(std::string_view a, std::string_view b) {
 // Tags that format a run of text without breaking it into separate words.
 bool is_inline_tag(std::string_view name) {
   static constexpr std::string_view k_inline[] = {
-      "a",   "abbr", "b",    "bdi",  "bdo", "big",  "cite", "code", "data",  "del",
-      "dfn", "em",   "font", "i",    "ins", "kbd",  "mark", "q",    "s",     "samp",
-      "small", "span", "strike", "strong", "sub", "sup", "time", "tt", "u", "var", "wbr"};
+      "a",      "abbr",   "b",   "bdi", "bdo",  "big",  "cite", "code", "data", "del",   "dfn",
+      "em",     "font",   "i",   "ins", "kbd",  "mark", "q",    "s",    "samp", "small", "span",
+      "strike", "strong", "sub", "sup", "time", "tt",   "u",    "var",  "wbr"};
   for (auto t : k_inline) {
     if (iequals(name, t)) return true;
   }
@@ -188,7 +187,9 @@ void html_to_text(std::string_view s, std::string& out) {
     const bool closing = j < n && s[j] == '/';
     if (closing) ++j;
     const size_t name_begin = j;
-    while (j < n && (((s[j] | 0x20) >= 'a' && (s[j] | 0x20) <= 'z') || (s[j] >= '0' && s[j] <= '9'))) ++j;
+    while (j < n &&
+           (((s[j] | 0x20) >= 'a' && (s[j] | 0x20) <= 'z') || (s[j] >= '0' && s[j] <= '9')))
+      ++j;
     const std::string_view name = s.substr(name_begin, j - name_begin);
     const bool markup = !name.empty() || (j < n && (s[j] == '!' || s[j] == '?'));
     if (!markup) {

@@ -11,8 +11,8 @@ namespace feedplane::matcher {
 namespace {
 
 constexpr uint32_t k_none = 0xFFFFFFFFu;
-constexpr int k_general = 8;   // posting class of general clauses
-constexpr int k_classes = 9;   // 0..7: plain conjunctions of 1..8 words; 8: general
+constexpr int k_general = 8;  // posting class of general clauses
+constexpr int k_classes = 9;  // 0..7: plain conjunctions of 1..8 words; 8: general
 constexpr size_t k_max_plain_words = 8;
 
 size_t stride_of(int cls) { return cls == k_general ? 1 : static_cast<size_t>(cls) + 1; }
@@ -22,7 +22,7 @@ size_t stride_of(int cls) { return cls == k_general ? 1 : static_cast<size_t>(cl
 // Layout in uint32s: size[9], capacity[9], then class 0's capacity * 1 entries, class
 // 1's capacity * 2, ... class 8's capacity * 1.
 struct postings {
-  static constexpr size_t k_header = 2 * k_classes;
+  static constexpr size_t k_header = size_t{2} * k_classes;
   static uint32_t size(const uint32_t* b, int c) { return b[c]; }
   static uint32_t capacity(const uint32_t* b, int c) { return b[k_classes + c]; }
   static size_t offset(const uint32_t* b, int c) {
@@ -32,9 +32,7 @@ struct postings {
   }
   static uint32_t* entries(uint32_t* b, int c) { return b + offset(b, c); }
   static const uint32_t* entries(const uint32_t* b, int c) { return b + offset(b, c); }
-  static size_t words(const uint32_t* b) {
-    return b ? offset(b, k_classes) : 0;
-  }
+  static size_t words(const uint32_t* b) { return b ? offset(b, k_classes) : 0; }
   static bool empty(const uint32_t* b) {
     for (int c = 0; c < k_classes; ++c) {
       if (b[c]) return false;
@@ -77,7 +75,8 @@ struct postings {
     const size_t stride = stride_of(c);
     const uint32_t last = b[c] - 1;
     uint32_t* e = entries(b, c);
-    if (i != last) std::memcpy(e + size_t{i} * stride, e + size_t{last} * stride, stride * sizeof(uint32_t));
+    if (i != last)
+      std::memcpy(e + size_t{i} * stride, e + size_t{last} * stride, stride * sizeof(uint32_t));
     b[c] = last;
   }
   // Index of class c's entry whose first uint32 is id, or its size.
@@ -118,9 +117,9 @@ struct postings {
 struct alignas(32) word_entry {
   static constexpr size_t k_inline = 16;
   uint32_t* block = nullptr;  // postings (see struct postings), null when none
-  uint32_t refs = 0;    // subscription clauses using the word
-  uint16_t length = 0;  // 0: the id is free (query words are at most 128 bytes)
-  uint16_t frequency = 0;  // the sketch's count when last refreshed (filing decisions)
+  uint32_t refs = 0;          // subscription clauses using the word
+  uint16_t length = 0;        // 0: the id is free (query words are at most 128 bytes)
+  uint16_t frequency = 0;     // the sketch's count when last refreshed (filing decisions)
   union {
     char small[k_inline];  // length <= k_inline: the word itself
     uint32_t text;         // longer: offset of the word in the text arena
@@ -134,8 +133,8 @@ struct phrase {
 
 // A clause that is not a plain conjunction of at most 8 words.
 struct general_clause {
-  uint32_t owner = k_none;  // index in generals_, k_none when the slot is free
-  uint32_t filed = k_none;  // the word whose class-8 array holds this clause
+  uint32_t owner = k_none;           // index in generals_, k_none when the slot is free
+  uint32_t filed = k_none;           // the word whose class-8 array holds this clause
   std::vector<uint32_t> must;        // every positive word, wherever it must appear
   std::vector<uint32_t> must_title;  // single words that must appear in the title
   std::vector<phrase> phrases;       // positive phrases (and multi-word title terms)
@@ -169,7 +168,9 @@ class id_table {
       std::fill_n(chunks_.back().get(), size_t{1} << k_bits, k_absent);
     }
   }
-  size_t bytes() const { return size() * sizeof(uint32_t) + chunks_.capacity() * sizeof(chunks_[0]); }
+  size_t bytes() const {
+    return size() * sizeof(uint32_t) + chunks_.capacity() * sizeof(chunks_[0]);
+  }
 
  private:
   static constexpr uint32_t k_mask = (1u << k_bits) - 1;
@@ -179,7 +180,7 @@ class id_table {
 }  // namespace
 
 struct index::impl {
-  explicit impl(index_options o) : parser(o.limits, o.frequent_words) {
+  explicit impl(const index_options& o) : parser(o.limits, o.frequent_words) {
     slots.assign(1024, 0);
     sketch.assign(2 * k_sketch_width, 0);
   }
@@ -203,15 +204,15 @@ struct index::impl {
   size_t general_count = 0;
 
   // ---- per-article state, owned by match(); all clear between articles
-  std::vector<uint64_t> present;  // bit per word id: in the article
-  std::vector<uint64_t> in_title;  // bit per word id: in the title
-  std::vector<uint32_t> distinct;  // word ids set in the bitmaps
+  std::vector<uint64_t> present;       // bit per word id: in the article
+  std::vector<uint64_t> in_title;      // bit per word id: in the title
+  std::vector<uint32_t> distinct;      // word ids set in the bitmaps
   std::vector<uint32_t> distinct_ids;  // per distinct article word: its word id or k_none
   struct hit {
     uint32_t word;
     const uint32_t* block;
   };
-  std::vector<hit> hits;  // article words with postings, in article order
+  std::vector<hit> hits;           // article words with postings, in article order
   std::vector<uint32_t> sequence;  // word id per article word, k_none between title and content
   size_t sequence_title = 0;
   uint32_t stamp = 0;
@@ -502,7 +503,8 @@ struct index::impl {
       uint32_t* b = words[ref].block;
       const uint32_t i = postings::find(b, cls, id);
       uint32_t others[k_max_plain_words];
-      std::memcpy(others, postings::entries(b, cls) + size_t{i} * stride + 1, (stride - 1) * sizeof(uint32_t));
+      std::memcpy(others, postings::entries(b, cls) + size_t{i} * stride + 1,
+                  (stride - 1) * sizeof(uint32_t));
       postings::erase(b, cls, i);
       for (size_t k = 0; k + 1 < stride; ++k) release(others[k]);
       release(ref);
@@ -578,6 +580,14 @@ struct index::impl {
   // words; the sketch's cache misses are a third of the per-word cost); observe() counts
   // every article it is given.
   static constexpr uint32_t k_sample = 8;
+
+  // Class K of block b, whose entries start at e: scans them and moves e past the class.
+  template <int K>
+  void scan_class(const uint32_t* b, const uint32_t*& e, uint32_t* ids, uint32_t* where,
+                  size_t& n) const {
+    if (const uint32_t count = postings::size(b, K)) n = scan<K>(e, count, ids, where, n);
+    e += size_t{postings::capacity(b, K)} * (K + 1);
+  }
 
   void prepare(const article& a, bool want_sequence, bool counted) {
     ++stamp;
@@ -688,17 +698,13 @@ struct index::impl {
         n += count;
       }
       e += postings::capacity(b, 0);
-#define FEEDPLANE_SCAN(K)                                                \
-  if (const uint32_t count = postings::size(b, K)) n = scan<K>(e, count, ids, where, n); \
-  e += size_t{postings::capacity(b, K)} * (K + 1);
-      FEEDPLANE_SCAN(1)
-      FEEDPLANE_SCAN(2)
-      FEEDPLANE_SCAN(3)
-      FEEDPLANE_SCAN(4)
-      FEEDPLANE_SCAN(5)
-      FEEDPLANE_SCAN(6)
-      FEEDPLANE_SCAN(7)
-#undef FEEDPLANE_SCAN
+      scan_class<1>(b, e, ids, where, n);
+      scan_class<2>(b, e, ids, where, n);
+      scan_class<3>(b, e, ids, where, n);
+      scan_class<4>(b, e, ids, where, n);
+      scan_class<5>(b, e, ids, where, n);
+      scan_class<6>(b, e, ids, where, n);
+      scan_class<7>(b, e, ids, where, n);
       if (const uint32_t count = postings::size(b, k_general)) {
         for (uint32_t i = 0; i < count; ++i) {
           const general_clause& gc = clauses[e[i]];
@@ -787,7 +793,7 @@ struct index::impl {
   }
 };
 
-index::index(index_options options) : impl_(std::make_unique<impl>(std::move(options))) {}
+index::index(const index_options& options) : impl_(std::make_unique<impl>(options)) {}
 index::~index() {
   for (auto& e : impl_->words) std::free(e.block);
 }
@@ -825,7 +831,8 @@ bool index::add_plain_text(uint32_t id, std::string_view query) {
   }
   if (all_frequent || n == 0) return false;
   // Repeated words count toward the limit as the parser counts them.
-  if (static_cast<size_t>(std::count(query.begin(), query.end(), ' ')) + 1 > m.parser.limits().max_words) {
+  if (static_cast<size_t>(std::count(query.begin(), query.end(), ' ')) + 1 >
+      m.parser.limits().max_words) {
     return false;
   }
   m.ensure_sub(id);
@@ -876,9 +883,7 @@ void index::reserve(uint32_t ids) {
   if (ids) impl_->subs.ensure(ids - 1);
 }
 
-bool index::contains(uint32_t id) const {
-  return impl_->subs.get(id) != k_absent;
-}
+bool index::contains(uint32_t id) const { return impl_->subs.get(id) != k_absent; }
 
 void index::match(const article& a, match_result& out) { impl_->match(a, out); }
 
@@ -887,11 +892,13 @@ void index::observe(const article& a) {
   impl_->finish_article();
 }
 
-void index::matched_words(const match_result& r, size_t k, std::vector<std::string_view>& out) const {
+void index::matched_words(const match_result& r, size_t k,
+                          std::vector<std::string_view>& out) const {
   const auto& m = *impl_;
   out.clear();
-  auto seg = std::prev(std::upper_bound(r.segments_.begin(), r.segments_.end(), static_cast<uint32_t>(k),
-                                        [](uint32_t v, const auto& s) { return v < s.first; }));
+  auto seg =
+      std::prev(std::upper_bound(r.segments_.begin(), r.segments_.end(), static_cast<uint32_t>(k),
+                                 [](uint32_t v, const auto& s) { return v < s.first; }));
   const uint32_t w = seg->word;
   const bool single = k - seg->first < seg->class0;
   const int cls = single ? 0 : static_cast<int>(r.where_[k] >> 28);
@@ -929,15 +936,17 @@ index::memory index::memory_usage() const {
   r.vocabulary = m.slots.capacity() * sizeof(uint64_t) + m.words.capacity() * sizeof(word_entry) +
                  m.text.capacity() + m.free_words.capacity() * sizeof(uint32_t) +
                  (m.present.capacity() + m.in_title.capacity()) * sizeof(uint64_t);
-  r.subscriptions = m.subs.bytes() +
-                    m.generals.capacity() * sizeof(general_sub) +
+  r.subscriptions = m.subs.bytes() + m.generals.capacity() * sizeof(general_sub) +
                     m.clauses.capacity() * sizeof(general_clause);
   for (const auto& g : m.generals) r.subscriptions += g.clauses.capacity() * sizeof(uint32_t);
   for (const auto& c : m.clauses) {
     r.subscriptions += (c.must.capacity() + c.must_title.capacity() + c.not_words.capacity() +
-                        c.not_title_words.capacity()) * sizeof(uint32_t);
-    for (const auto& p : c.phrases) r.subscriptions += sizeof(phrase) + p.words.capacity() * sizeof(uint32_t);
-    for (const auto& p : c.not_phrases) r.subscriptions += sizeof(phrase) + p.words.capacity() * sizeof(uint32_t);
+                        c.not_title_words.capacity()) *
+                       sizeof(uint32_t);
+    for (const auto& p : c.phrases)
+      r.subscriptions += sizeof(phrase) + p.words.capacity() * sizeof(uint32_t);
+    for (const auto& p : c.not_phrases)
+      r.subscriptions += sizeof(phrase) + p.words.capacity() * sizeof(uint32_t);
   }
   r.frequency_sketch = m.sketch.capacity() * sizeof(uint16_t);
   return r;

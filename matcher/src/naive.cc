@@ -94,7 +94,8 @@ bool counting_matcher::add(uint32_t id, const parsed_query& q) {
     if (t.title || t.words.size() != 1) return false;
   }
   const auto clause = static_cast<uint32_t>(clause_id_.size());
-  for (const auto& t : q.clauses[0].must) postings_[intern(word_hash(t.words[0]))].push_back(clause);
+  for (const auto& t : q.clauses[0].must)
+    postings_[intern(word_hash(t.words[0]))].push_back(clause);
   clause_id_.push_back(id);
   clause_need_.push_back(static_cast<uint8_t>(q.clauses[0].must.size()));
   counter_.push_back(0);

@@ -10,9 +10,9 @@ namespace feedplane::matcher {
 const std::vector<std::string>& default_frequent_words() {
   // The first 29 lines of bench/workload/data/english_by_rank.txt.
   static const std::vector<std::string> words = {
-      "the", "you",  "of",   "i",  "and",  "to",  "in", "that", "was", "it",
-      "is",  "me",   "for",  "what", "as", "this", "on", "know", "with", "by",
-      "no",  "he",   "have", "at", "my",   "from", "his", "just", "an"};
+      "the", "you", "of",   "i",    "and", "to",   "in",  "that", "was",  "it",
+      "is",  "me",  "for",  "what", "as",  "this", "on",  "know", "with", "by",
+      "no",  "he",  "have", "at",   "my",  "from", "his", "just", "an"};
   return words;
 }
 
@@ -27,7 +27,9 @@ struct token {
   bool quoted = false;
 };
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+bool is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
 bool ends_bare(char c) { return is_space(c) || c == '(' || c == ')' || c == '"'; }
 
 class parser {
@@ -118,12 +120,18 @@ class parser {
   }
   static const char* name(tok t) {
     switch (t) {
-      case tok::op_or: return "OR";
-      case tok::op_and: return "AND";
-      case tok::op_not: return "NOT";
-      case tok::minus: return "'-'";
-      case tok::title: return "'title:'";
-      default: return "?";
+      case tok::op_or:
+        return "OR";
+      case tok::op_and:
+        return "AND";
+      case tok::op_not:
+        return "NOT";
+      case tok::minus:
+        return "'-'";
+      case tok::title:
+        return "'title:'";
+      default:
+        return "?";
     }
   }
 
@@ -155,7 +163,8 @@ class parser {
       if (t == tok::end || t == tok::rparen || t == tok::op_or) break;
       if (t == tok::op_and) {
         const size_t column = peek().column;
-        if (items.empty()) return "AND at column " + std::to_string(column) + " has nothing before it";
+        if (items.empty())
+          return "AND at column " + std::to_string(column) + " has nothing before it";
         ++pos_;
         if (ends_operand(peek().type)) {
           return "AND at column " + std::to_string(column) + " has nothing after it";
@@ -167,7 +176,8 @@ class parser {
     }
     if (items.empty()) {
       const token& t = peek();
-      if (t.type == tok::op_or) return "OR at column " + std::to_string(t.column) + " has nothing before it";
+      if (t.type == tok::op_or)
+        return "OR at column " + std::to_string(t.column) + " has nothing before it";
       if (t.type == tok::rparen) {
         if (pos_ > 0 && tokens_[pos_ - 1].type == tok::lparen) {
           return "empty parentheses at column " + std::to_string(tokens_[pos_ - 1].column);
@@ -210,7 +220,8 @@ class parser {
     if (t.type == tok::lparen) {
       const size_t column = t.column;
       ++pos_;
-      if (peek().type == tok::rparen) return "empty parentheses at column " + std::to_string(column);
+      if (peek().type == tok::rparen)
+        return "empty parentheses at column " + std::to_string(column);
       if (auto err = parse_or(out); !err.empty()) return err;
       if (peek().type != tok::rparen) {
         return "unbalanced parentheses: '(' at column " + std::to_string(column) +
@@ -359,7 +370,8 @@ std::string query_parser::parse(std::string_view text, parsed_query& out) {
   if (auto err = parser(text, scratch_).run(out.tree); !err.empty()) return err;
   if (const std::string_view w = longest_word(out.tree); w.size() > limits_.max_word_bytes) {
     return "a word is too long: " + std::to_string(w.size()) + " bytes (the limit is " +
-           std::to_string(limits_.max_word_bytes) + "), starting \"" + std::string(w.substr(0, 16)) + "\"";
+           std::to_string(limits_.max_word_bytes) + "), starting \"" +
+           std::string(w.substr(0, 16)) + "\"";
   }
   if (const size_t words = count_words(out.tree); words > limits_.max_words) {
     return "too many words: " + std::to_string(words) + " (the limit is " +
@@ -416,7 +428,7 @@ std::string to_string(const query_node& node) {
     }
     case kind::negate:
       return "-" + (node.children[0].type == kind::term ? to_string(node.children[0])
-                                                         : "(" + to_string(node.children[0]) + ")");
+                                                        : "(" + to_string(node.children[0]) + ")");
     case kind::all:
     case kind::any: {
       std::string s;

@@ -33,11 +33,10 @@ HWY_INLINE size_t flatten_bits(uint64_t t, uint32_t base, uint32_t* out) {
 
 // Contract as detail::scan_words_simd in text.h. At most 64 lanes, so one vector's
 // word mask fits a uint64_t.
-HWY_INLINE size_t scan_words(const uint8_t* HWY_RESTRICT in, size_t n,
-                             uint8_t* HWY_RESTRICT lower, uint32_t* HWY_RESTRICT bounds,
-                             unsigned* flags) {
+HWY_INLINE size_t scan_words(const uint8_t* HWY_RESTRICT in, size_t n, uint8_t* HWY_RESTRICT lower,
+                             uint32_t* HWY_RESTRICT bounds, unsigned* flags) {
   const hn::CappedTag<uint8_t, 64> d;
-  const size_t N = hn::Lanes(d);
+  const size_t lanes = hn::Lanes(d);
   const auto k_a_upper = hn::Set(d, 'A');
   const auto k_a = hn::Set(d, 'a');
   const auto k_0 = hn::Set(d, '0');
@@ -49,7 +48,7 @@ HWY_INLINE size_t scan_words(const uint8_t* HWY_RESTRICT in, size_t n,
   const auto zero = hn::Zero(d);
 
   size_t count = 0;
-  uint64_t carry = 0;  // 1 if the byte before this vector was a word byte
+  uint64_t carry = 0;     // 1 if the byte before this vector was a word byte
   auto seen_high = zero;  // OR of every byte: bit 7 set if any byte was >= 0x80
   auto seen_plus = zero;  // OR of the '+' lane masks
   uint8_t mask_bytes[8] = {};
@@ -67,16 +66,16 @@ HWY_INLINE size_t scan_words(const uint8_t* HWY_RESTRICT in, size_t n,
     hn::StoreMaskBits(d, word, mask_bytes);
     uint64_t bits;
     std::memcpy(&bits, mask_bytes, sizeof bits);
-    const uint64_t lanes = N < 64 ? (uint64_t{1} << N) - 1 : ~uint64_t{0};
-    bits &= lanes;
+    const uint64_t lane_mask = lanes < 64 ? (uint64_t{1} << lanes) - 1 : ~uint64_t{0};
+    bits &= lane_mask;
     // A transition is a begin (word after non-word) or an end (non-word after word).
-    const uint64_t t = (bits ^ ((bits << 1) | carry)) & lanes;
-    carry = bits >> (N - 1);
+    const uint64_t t = (bits ^ ((bits << 1) | carry)) & lane_mask;
+    carry = bits >> (lanes - 1);
     count += flatten_bits(t, static_cast<uint32_t>(i), bounds + count);
   };
 
   size_t i = 0;
-  for (; i + N <= n; i += N) step(hn::LoadU(d, in + i), i, lower + i);
+  for (; i + lanes <= n; i += lanes) step(hn::LoadU(d, in + i), i, lower + i);
   if (i < n) {
     // Tail: a zero-padded copy; zero bytes are not word bytes, so no run leaks past n.
     HWY_ALIGN uint8_t tail_in[64] = {};

@@ -159,7 +159,7 @@ void tokenize_with(scan_fn scan, std::string_view text, token_buffer& out) {
   const size_t base = out.folded_.size();
   const size_t first = out.bounds_.size();
   out.folded_.resize(base + n);
-  out.bounds_.reserve(first + n + 1 + detail::kBoundsSlack);
+  out.bounds_.reserve(first + n + 1 + detail::k_bounds_slack);
   unsigned flags = 0;
   const size_t count = scan(in, n, out.folded_.data() + base, out.bounds_.data() + first, &flags);
   out.bounds_.resize(first + count);

@@ -25,10 +25,10 @@ size_t decode(const uint8_t* s, size_t n, int32_t* cp) {
 
 size_t fold_append(const uint8_t* s, size_t len, raw_buffer<uint8_t>& out) {
   utf8proc_uint8_t* folded = nullptr;
-  const auto n = utf8proc_map(s, static_cast<utf8proc_ssize_t>(len), &folded,
-                              static_cast<utf8proc_option_t>(
-                                  UTF8PROC_STABLE | UTF8PROC_COMPAT | UTF8PROC_COMPOSE |
-                                  UTF8PROC_CASEFOLD | UTF8PROC_IGNORE));
+  const auto n = utf8proc_map(
+      s, static_cast<utf8proc_ssize_t>(len), &folded,
+      static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPAT | UTF8PROC_COMPOSE |
+                                     UTF8PROC_CASEFOLD | UTF8PROC_IGNORE));
   size_t appended = 0;
   if (n > 0) {
     appended = static_cast<size_t>(n);

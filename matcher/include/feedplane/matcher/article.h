@@ -41,7 +41,7 @@ class article {
   raw_buffer<uint32_t> of_;
   std::vector<uint32_t> first_, count_;
   std::vector<uint32_t> table_;  // open addressing over distinct words, scratch
-  std::string text_;  // scratch for html_to_text
+  std::string text_;             // scratch for html_to_text
   size_t title_words_ = 0;
 };
 

@@ -49,10 +49,10 @@ class match_result {
 
   // What the article touched: postings read, candidates checked, matches.
   struct counters {
-    size_t article_words = 0;     // words in the article
-    size_t vocabulary_hits = 0;   // distinct article words some subscription uses
-    size_t postings = 0;          // posting entries read
-    size_t candidates = 0;        // entries that needed a check beyond the filing word
+    size_t article_words = 0;    // words in the article
+    size_t vocabulary_hits = 0;  // distinct article words some subscription uses
+    size_t postings = 0;         // posting entries read
+    size_t candidates = 0;       // entries that needed a check beyond the filing word
   };
   const counters& stats() const { return stats_; }
 
@@ -78,7 +78,7 @@ struct index_options {
 
 class index {
  public:
-  explicit index(index_options options = {});
+  explicit index(const index_options& options = {});
   ~index();
   index(const index&) = delete;
   index& operator=(const index&) = delete;
@@ -114,9 +114,9 @@ class index {
   uint32_t frequency(std::string_view word) const;
 
   struct memory {
-    size_t postings = 0;        // posting arrays, including unused capacity
-    size_t vocabulary = 0;      // hash table, word entries, word text
-    size_t subscriptions = 0;   // per-id table and general clauses
+    size_t postings = 0;          // posting arrays, including unused capacity
+    size_t vocabulary = 0;        // hash table, word entries, word text
+    size_t subscriptions = 0;     // per-id table and general clauses
     size_t frequency_sketch = 0;  // fixed size, independent of the subscriptions
     size_t total() const { return postings + vocabulary + subscriptions + frequency_sketch; }
   };

@@ -30,8 +30,8 @@
 namespace feedplane::matcher {
 
 struct query_limits {
-  size_t max_words = 16;   // word occurrences in the whole query
-  size_t max_clauses = 8;  // conjunctive clauses after expanding OR and NOT
+  size_t max_words = 16;        // word occurrences in the whole query
+  size_t max_clauses = 8;       // conjunctive clauses after expanding OR and NOT
   size_t max_word_bytes = 128;  // one word, case folded
 };
 
@@ -46,7 +46,7 @@ struct query_term {
 struct query_node {
   enum class kind : uint8_t { term, all, any, negate };
   kind type = kind::term;
-  query_term term;                  // kind::term
+  query_term term;                   // kind::term
   std::vector<query_node> children;  // all, any: the operands; negate: one child
 };
 

@@ -106,9 +106,9 @@ namespace detail {
 // The scan kernels, exposed for tests and benchmarks: lower-case ASCII letters of
 // in[0, n) into lower[0, n) and write the positions where runs of word bytes
 // ([0-9A-Za-z] or >= 0x80) begin and end, alternating, into bounds (a run reaching n ends
-// at n). bounds needs room for n + 1 + kBoundsSlack entries. Returns the count written;
+// at n). bounds needs room for n + 1 + k_bounds_slack entries. Returns the count written;
 // *flags gets bit 0 if a byte >= 0x80 was seen and bit 1 if a '+' was seen.
-inline constexpr size_t kBoundsSlack = 72;
+inline constexpr size_t k_bounds_slack = 72;
 size_t scan_words_simd(const uint8_t* in, size_t n, uint8_t* lower, uint32_t* bounds,
                        unsigned* flags);
 size_t scan_words_scalar(const uint8_t* in, size_t n, uint8_t* lower, uint32_t* bounds,

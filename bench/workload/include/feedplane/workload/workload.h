@@ -22,8 +22,8 @@ class rng {
  public:
   explicit rng(uint64_t seed);
   uint64_t next();
-  double uniform();                       // [0, 1)
-  uint64_t below(uint64_t n);             // [0, n)
+  double uniform();            // [0, 1)
+  uint64_t below(uint64_t n);  // [0, n)
  private:
   uint64_t s_[4];
 };
@@ -43,6 +43,7 @@ class zipf {
  public:
   zipf(size_t first, size_t n, double s = 1.0);
   size_t operator()(rng& r) const;
+
  private:
   size_t first_;
   std::vector<double> prob_;
