@@ -277,13 +277,10 @@ struct index::impl {
 
   // Returns the id of word s, adding it with no references if new.
   uint32_t intern(std::string_view s) { return intern(word_hash(s), s); }
-  // Also refreshes the word's frequency snapshot.
+  // A new word gets its frequency snapshot here; maintain() refreshes existing ones.
   uint32_t intern(uint64_t h, std::string_view s) {
+    if (uint32_t w = find_word(h, s); w != k_none) return w;
     const auto f = static_cast<uint16_t>(frequency_of_hash(h));
-    if (uint32_t w = find_word(h, s); w != k_none) {
-      words[w].frequency = f;
-      return w;
-    }
     if ((used_slots + 1) * 2 > slots.size()) grow_slots();
     uint32_t w;
     if (!free_words.empty()) {
