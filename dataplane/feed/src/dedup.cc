@@ -94,9 +94,15 @@ void compute_keys(const feed& f, std::vector<entry_key>& keys) {
     k.identity = nonzero(k.identity);
     if (hlink != 0 && nonzero(hlink) != k.identity && count_in(links, hlink) == 1)
       k.link_alias = nonzero(hlink);
+    // Only identities unique in this document are aliases: a guid shared by two entries now
+    // must not make the new one look like the old one.
     int na = 0;
-    for (const uint64_t a : {hid, hlink, htp})
-      if (a != 0 && nonzero(a) != k.identity) k.aliases[na++] = nonzero(a);
+    if (hid != 0 && nonzero(hid) != k.identity && count_in(ids, hid) == 1)
+      k.aliases[na++] = nonzero(hid);
+    if (hlink != 0 && nonzero(hlink) != k.identity && count_in(links, hlink) == 1)
+      k.aliases[na++] = nonzero(hlink);
+    if (htp != 0 && nonzero(htp) != k.identity && count_in(tps, htp) == 1)
+      k.aliases[na++] = nonzero(htp);
     keys.push_back(k);
   }
 }

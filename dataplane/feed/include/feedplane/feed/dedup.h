@@ -21,7 +21,8 @@ struct entry_key {
   uint64_t identity = 0;  // never 0 (0 marks an empty slot)
   uint64_t content = 0;   // hash of title, link, summary and content
   identity_kind kind = identity_kind::id;
-  // The entry's other identities (id, link, title plus published; 0 when it has none): the
+  // The entry's other identities unique in the document (id, link, title plus published; 0
+  // when none): the
   // kind chosen can change between fetches (a guid that starts or stops repeating), so a
   // miss on `identity` is checked against these before the entry counts as new.
   uint64_t aliases[3] = {0, 0, 0};
