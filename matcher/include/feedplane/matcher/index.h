@@ -2,29 +2,33 @@
 // against one article at a time.
 //
 // Layout. The vocabulary holds only words some subscription uses; an article word outside
-// it is dropped after one hash probe. Each vocabulary word owns up to nine contiguous
-// posting arrays. A plain conjunction of k <= 8 words (most subscriptions) is one entry
-// of k uint32s in the array of class k-1 of its rarest word: the subscription id, then
-// its other k-1 word ids. Matching an article sets one bit per distinct article word in
-// a bitmap over word ids, then walks the arrays of those words: class 0 entries match
-// outright and are appended with one memcpy; class c entries match when their c other
-// bits are set, tested without branches. Anything else (OR, NOT, phrases, title:, more
-// than 8 words) is a general clause in class 8, verified against the article in full.
-// Per-article work is proportional to the postings of the article's words, never to the
-// number of subscriptions, and the bitmap is cleared by the same word list that set it.
+// it is dropped after one hash probe. Each vocabulary word owns one contiguous posting
+// block: a header, then nine classes of entries back to back. A plain conjunction of
+// k <= 8 words (most subscriptions) is one entry of k uint32s in class k-1 of its rarest
+// word: the subscription id, then its other k-1 word ids. Matching an article sets one
+// bit per distinct article word in a bitmap over word ids, then walks the blocks of those
+// words: class 0 entries match outright and are appended with one memcpy; class c entries
+// match when their c other bits are set, tested without branches. Anything else (OR, NOT,
+// phrases, title:, more than 8 words) is a general clause in class 8, verified against the
+// article in full. Per-article work is proportional to the postings of the article's
+// words, never to the number of subscriptions, and the bitmap is cleared by the same word
+// list that set it. The lookups of an article's words and the first lines of their blocks
+// are prefetched a pass ahead, so that their cache misses overlap.
 //
 // Rarest word. The index counts how often words occur in the articles it sees (a
 // two-row count-min sketch of 16-bit counters, halved slice by slice so it follows drift;
 // match() samples one article in eight, observe() counts every one) and files each clause
-// under the word with the lowest count. maintain() re-files
-// clauses whose counts have drifted, a bounded slice at a time.
+// under the word with the lowest count (a per-word snapshot of it, taken when the word
+// enters the vocabulary and refreshed by maintain()). maintain() re-files clauses whose
+// counts have drifted and trims slack, a bounded number of entries per call.
 //
 // Mutation while matching. One thread owns an index (the shard that owns the
-// subscriptions) and interleaves match() with add(), remove() and maintain(). Each
-// mutation touches one or a few posting arrays: append, or swap-remove after a scan of
-// that array; an array that grows is reallocated and copied. The longest stall a
-// mutation can cause is therefore one copy or scan of the longest posting array;
-// bench/RESULTS.md has the measured figure.
+// subscriptions) and interleaves match() with add(), remove() and maintain(); nothing is
+// locked. Each mutation touches one word's block (or one per clause of a general query):
+// append, or swap-remove after a scan of that block; a block that grows is reallocated and
+// copied; the per-id table grows in chunks and never copies. The longest stall a mutation
+// can cause is therefore one copy or scan of the largest block; bench/RESULTS.md has the
+// measured figure.
 #pragma once
 
 #include <cstddef>
