@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "http_chars.h"
+
 namespace feedplane::net {
 
 namespace {
@@ -11,30 +13,6 @@ constexpr uint32_t k_max_chunk_line = 4096;  // size + extensions
 constexpr uint32_t k_max_interim = 32;
 
 inline char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; }
-
-bool is_tchar(char c) {
-  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
-  switch (c) {
-    case '!':
-    case '#':
-    case '$':
-    case '%':
-    case '&':
-    case '\'':
-    case '*':
-    case '+':
-    case '-':
-    case '.':
-    case '^':
-    case '_':
-    case '`':
-    case '|':
-    case '~':
-      return true;
-    default:
-      return false;
-  }
-}
 
 std::string_view trim_ows(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -276,7 +254,7 @@ fetch_error response_parser::parse_header_block() {
     if (colon == std::string_view::npos || colon == 0) return fetch_error::bad_header;
     auto name = line.substr(0, colon);
     for (char c : name)
-      if (!is_tchar(c)) return fetch_error::bad_header;
+      if (!is_tchar(static_cast<unsigned char>(c))) return fetch_error::bad_header;
     auto value = trim_ows(line.substr(colon + 1));
     for (char c : value) {
       auto uc = static_cast<unsigned char>(c);
