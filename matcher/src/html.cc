@@ -1,5 +1,6 @@
 // html_to_text: the visible text of an HTML fragment (rules in text.h). One forward pass;
 // plain runs between '<' and '&' are copied in bulk.
+#include <utf8proc.h>
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -51,21 +52,9 @@ constexpr entity k_entities[] = {
 
 void append_utf8(uint32_t cp, std::string& out) {
   if (cp == 0 || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) cp = 0xFFFD;
-  if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
+  utf8proc_uint8_t buf[4];
+  const utf8proc_ssize_t n = utf8proc_encode_char(static_cast<utf8proc_int32_t>(cp), buf);
+  out.append(reinterpret_cast<const char*>(buf), static_cast<size_t>(n));
 }
 
 // Decodes the entity at s[0] == '&'. Returns the bytes consumed, or 0 if it is not a
