@@ -279,6 +279,31 @@ struct index::impl {
 
   uint64_t hash_of(uint32_t w) const { return word_hash(word_text(w)); }
 
+  // word_text(w) == s without a call to memcmp for the common short word: after the
+  // lengths, two loads from each side's ends (overlapping when shorter than twice the
+  // load), 8 bytes for words of 8..16 bytes (inline in the entry), 4 for 4..7.
+  bool same_word(uint32_t w, std::string_view s) const {
+    const word_entry& e = words[w];
+    const size_t n = s.size();
+    if (e.length != n) return false;
+    if (n > word_entry::k_inline) return word_text(w) == s;
+    if (n >= 8) return ends_equal<uint64_t>(e.small, s.data(), n);
+    if (n >= 4) return ends_equal<uint32_t>(e.small, s.data(), n);
+    for (size_t i = 0; i < n; ++i) {
+      if (e.small[i] != s[i]) return false;
+    }
+    return true;
+  }
+  template <class T>
+  static bool ends_equal(const char* a, const char* b, size_t n) {
+    T a0, a1, b0, b1;
+    std::memcpy(&a0, a, sizeof(T));
+    std::memcpy(&a1, a + n - sizeof(T), sizeof(T));
+    std::memcpy(&b0, b, sizeof(T));
+    std::memcpy(&b1, b + n - sizeof(T), sizeof(T));
+    return ((a0 ^ b0) | (a1 ^ b1)) == 0;
+  }
+
   uint32_t find_word(uint64_t h, std::string_view s) const {
     const size_t mask = slots.size() - 1;
     const uint64_t tag = h >> 32;
@@ -696,7 +721,7 @@ struct index::impl {
       if (counted) count(h, a.count(d));
       uint32_t w = distinct_ids[d];
       if (w == k_none) continue;
-      if (word_text(w) != a.word(i)) {
+      if (!same_word(w, a.word(i))) {
         w = find_word(h, a.word(i));  // a 32-bit tag collision: probe properly
         distinct_ids[d] = w;
         if (w == k_none) continue;
