@@ -30,11 +30,15 @@ if(FEEDPLANE_ALLOCATOR STREQUAL "mimalloc")
     message(FATAL_ERROR "FEEDPLANE_ALLOCATOR=mimalloc but libmimalloc-dev is not installed")
   endif()
   target_link_libraries(feedplane_allocator INTERFACE mimalloc)
+  target_compile_definitions(feedplane_allocator INTERFACE FEEDPLANE_ALLOCATOR_MIMALLOC)
 elseif(FEEDPLANE_ALLOCATOR STREQUAL "jemalloc")
   target_link_libraries(feedplane_allocator INTERFACE PkgConfig::jemalloc)
+  target_compile_definitions(feedplane_allocator INTERFACE FEEDPLANE_ALLOCATOR_JEMALLOC)
 elseif(NOT FEEDPLANE_ALLOCATOR STREQUAL "system")
   message(FATAL_ERROR "FEEDPLANE_ALLOCATOR must be mimalloc, jemalloc or system, not '${FEEDPLANE_ALLOCATOR}'")
 endif()
+# Huge pages for the heap where the allocator supports it (see the file).
+target_sources(feedplane_allocator INTERFACE ${CMAKE_SOURCE_DIR}/dataplane/src/allocator_setup.cc)
 
 # feedplane_fuzz_target(name source libs...): a libFuzzer binary when FEEDPLANE_FUZZ is on.
 function(feedplane_fuzz_target name source)

@@ -151,6 +151,69 @@ TEST(MatcherIndex, FilesUnderTheRarestWordAndRefilesOnDrift) {
   EXPECT_EQ(sorted_ids(r), (ids{1}));
 }
 
+// The posting block of one word holding hundreds of entries in every class (all filed
+// under "pivot", which the index has never seen in an article), grown through many
+// reallocations, then thinned by removals and trimmed by maintain(): every entry keeps its
+// guard (rarest other word) and rest together, and matched_words() names the right words.
+TEST(MatcherIndex, GuardColumnsSurviveGrowthRemovalAndTrim) {
+  fm::index idx;
+  fm::naive_matcher naive;
+  fm::article a;
+  for (int i = 0; i < 50; ++i) {
+    a.assign_text("", "w0 w1 w2 w3 w4 w5 w6 w7 w8 w9");
+    idx.observe(a);  // w0..w9 are frequent: "pivot" is every clause's rarest word
+  }
+  uint32_t id = 0;
+  std::vector<std::string> queries;
+  for (int round = 0; round < 60; ++round) {
+    for (int k = 0; k < 8; ++k) {  // k other words: class k
+      std::string q = "pivot";
+      for (int j = 0; j < k; ++j) q += " w" + std::to_string((round + j * 3) % 10);
+      queries.push_back(q);
+      ASSERT_EQ(idx.add(id, q), "") << q;
+      ASSERT_EQ(naive.add(id, q), "") << q;
+      ++id;
+    }
+  }
+  fm::match_result r;
+  std::vector<uint32_t> expect;
+  std::vector<std::string_view> words;
+  auto check = [&](const std::string& text) {
+    a.assign_text("", text);
+    idx.match(a, r);
+    naive.match(a, expect);
+    ASSERT_EQ(sorted_ids(r), expect) << text;
+    for (size_t k = 0; k < r.ids().size(); ++k) {
+      idx.matched_words(r, k, words);
+      std::vector<std::string> got(words.begin(), words.end()), want;
+      fm::article q;
+      q.assign_text("", queries[r.ids()[k]]);
+      for (size_t i = 0; i < q.size(); ++i) want.emplace_back(q.word(i));
+      std::sort(got.begin(), got.end());
+      std::sort(want.begin(), want.end());
+      want.erase(std::unique(want.begin(), want.end()), want.end());
+      ASSERT_EQ(got, want) << queries[r.ids()[k]];
+    }
+  };
+  check("pivot w0 w3 w6 w9");
+  check("pivot w1 w2 w4 w5 w7 w8");
+  check("pivot w0 w1 w2 w3 w4 w5 w6 w7 w8 w9");
+  check("w0 w1 w2 w3 w4 w5 w6 w7 w8 w9");  // no pivot: nothing
+  for (uint32_t i = 0; i < id; i += 3) {
+    ASSERT_TRUE(idx.remove(i));
+    ASSERT_TRUE(naive.remove(i));
+  }
+  idx.maintain(size_t{1} << 20);  // trims the thinned block (moves every column)
+  check("pivot w0 w3 w6 w9");
+  check("pivot w0 w1 w2 w3 w4 w5 w6 w7 w8 w9");
+  for (uint32_t i = 0; i < id; i += 3) {  // re-add into the trimmed block
+    ASSERT_EQ(idx.add(i, queries[i]), "");
+    ASSERT_EQ(naive.add(i, queries[i]), "");
+  }
+  check("pivot w2 w5 w8 w1");
+  check("pivot w0 w1 w2 w3 w4 w5 w6 w7 w8 w9");
+}
+
 // ---- randomised differential test ----
 
 const std::vector<std::string> k_words = {

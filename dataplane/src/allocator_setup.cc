@@ -1,0 +1,42 @@
+// Compiled into every executable that links feedplane_allocator (cmake/deps.cmake): backs
+// the heap with transparent huge pages (2 MiB) where the allocator can do it.
+//
+// Why: the matcher walks posting blocks spread over tens of MiB, and on this project's
+// hosts (virtual machines with nested paging) a TLB miss costs a two-dimensional page
+// walk. With the heap on 2 MiB pages the 1M-subscription, 61-word match measured about
+// 25% faster (bench/RESULTS.md, "## matcher"). The kernel must allow it:
+// /sys/kernel/mm/transparent_hugepage/enabled set to "madvise" or "always"; with "never"
+// this changes nothing. The cost is resident memory in 2 MiB steps, eagerly committed.
+//
+// Opt out with the allocator's own switch: MIMALLOC_LARGE_OS_PAGES=0 (mimalloc), or
+// MALLOC_CONF=thp:default (jemalloc; the environment overrides the built-in default).
+#include <cstdlib>
+
+#if defined(FEEDPLANE_ALLOCATOR_MIMALLOC)
+#include <mimalloc.h>
+
+namespace {
+
+// mimalloc maps its first region before any constructor of ours runs, and only regions
+// mapped after the option is set are advised as huge; .preinit_array runs before every
+// shared library's initialiser, so the option is set before mimalloc's first mapping.
+// The environment is readable here (glibc sets environ before the preinit functions).
+void enable_huge_pages() {
+  if (std::getenv("MIMALLOC_LARGE_OS_PAGES") != nullptr) return;  // the user decides
+  mi_option_enable(mi_option_large_os_pages);
+}
+
+[[gnu::section(".preinit_array"), gnu::used]] void (*const k_enable_huge_pages)() =
+    enable_huge_pages;
+
+}  // namespace
+
+#elif defined(FEEDPLANE_ALLOCATOR_JEMALLOC)
+
+// jemalloc reads this before its first allocation; MALLOC_CONF in the environment is
+// applied after it and wins.
+extern "C" {
+[[gnu::used]] const char* malloc_conf = "thp:always,metadata_thp:auto";
+}
+
+#endif
