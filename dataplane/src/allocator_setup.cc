@@ -26,8 +26,8 @@ void enable_huge_pages() {
   mi_option_enable(mi_option_large_os_pages);
 }
 
-[[gnu::section(".preinit_array"), gnu::used]] void (*const k_enable_huge_pages)() =
-    enable_huge_pages;
+[[gnu::section(".preinit_array"),
+  gnu::used]] void (*const k_enable_huge_pages)() = enable_huge_pages;
 
 }  // namespace
 

@@ -364,7 +364,7 @@ struct index::impl {
       w = static_cast<uint32_t>(words.size());
       words.emplace_back();
       if (words.size() > in_title.size() * 64) {
-        present.resize(present.size() + 64 * 64, 0);
+        present.resize(present.size() + size_t{64} * 64, 0);
         in_title.resize(in_title.size() + 64, 0);
       }
     }
