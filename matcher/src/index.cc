@@ -21,7 +21,7 @@ size_t stride_of(int cls) { return cls == k_general ? 1 : static_cast<size_t>(cl
 // An entry of class K of 1..7 (K other words) is split in two: its guard, the entry's
 // rarest other word, and its rest, K uint32s: the subscription id and the other K-1
 // words. Layout in uint32s, each array at its capacity:
-//   size[9] capacity[9] | class 0 ids | guards of classes 1..7 | class 8 clause slots |
+//   header | class 0 ids | guards of classes 1..7 | class 8 clause slots |
 //   rests of classes 1..7
 // Matching streams the hot part, everything before the rests, in one run, one uint32 per
 // candidate instead of K+1, and reads the rest of only the entries whose guard word is
@@ -29,14 +29,38 @@ size_t stride_of(int cls) { return cls == k_general ? 1 : static_cast<size_t>(cl
 // bound by cache misses on postings, and this cuts the bytes it reads by about 2.5x at
 // the same memory. An entry in canonical form, as the mutation code handles it, is
 // {id, guard, other words...}.
+//
+// The header lists only the classes the block has room for: a mask of them, then a
+// (size, capacity) pair for each, in class order. Most words' blocks use two or three
+// classes, so the header is 12-28 bytes instead of 72: a rare word's block often fits in
+// one cache line with its entries, and the vocabulary's fixed cost per word falls.
 struct postings {
-  static constexpr size_t k_header = size_t{2} * k_classes;
+  static uint32_t mask(const uint32_t* b) { return b[0]; }
+  static bool has(const uint32_t* b, int c) { return (b[0] >> c) & 1; }
+  // Index of class c's (size, capacity) pair; c must be in the mask.
+  static size_t pair(const uint32_t* b, int c) {
+    return 1 + 2 * static_cast<size_t>(std::popcount(b[0] & ((1u << c) - 1)));
+  }
+  static size_t header(uint32_t mask) { return 1 + 2 * static_cast<size_t>(std::popcount(mask)); }
+  static size_t header(const uint32_t* b) { return header(b[0]); }
   static bool guarded(int c) { return c >= 1 && c < k_general; }
-  static uint32_t size(const uint32_t* b, int c) { return b[c]; }
-  static uint32_t capacity(const uint32_t* b, int c) { return b[k_classes + c]; }
+  static uint32_t size(const uint32_t* b, int c) { return has(b, c) ? b[pair(b, c)] : 0; }
+  static uint32_t capacity(const uint32_t* b, int c) { return has(b, c) ? b[pair(b, c) + 1] : 0; }
+  static void set_size(uint32_t* b, int c, uint32_t n) { b[pair(b, c)] = n; }
+  // All classes' sizes and capacities (zero for classes not in the mask).
+  static void decode(const uint32_t* b, uint32_t* sizes, uint32_t* caps) {
+    const uint32_t m = b[0];
+    const uint32_t* p = b + 1;
+    for (int c = 0; c < k_classes; ++c) {
+      const bool in = (m >> c) & 1;
+      sizes[c] = in ? p[0] : 0;
+      caps[c] = in ? p[1] : 0;
+      p += in ? 2 : 0;
+    }
+  }
   // Offset of class c's ids, guards or clause slots (the hot part).
   static size_t hot(const uint32_t* b, int c) {
-    size_t o = k_header;
+    size_t o = header(b);
     for (int j = 0; j < c; ++j) o += capacity(b, j);
     return o;
   }
@@ -49,7 +73,7 @@ struct postings {
   static size_t words(const uint32_t* b) { return b ? rest(b, k_general) : 0; }
   static bool empty(const uint32_t* b) {
     for (int c = 0; c < k_classes; ++c) {
-      if (b[c]) return false;
+      if (size(b, c)) return false;
     }
     return true;
   }
@@ -79,18 +103,26 @@ struct postings {
     for (size_t j = 1; j < k; ++j) r[j] = entry[j + 1];
   }
   // A copy of b (or of nothing) with class capacities caps; frees b.
+  // caps[c] must hold size(b, c); a class with capacity 0 leaves the header.
   static uint32_t* reallocate(uint32_t* b, const uint32_t* caps) {
-    size_t total = k_header;
-    for (int c = 0; c < k_classes; ++c) total += caps[c] * stride_of(c);
+    uint32_t m = 0;
+    size_t total = 0;
+    for (int c = 0; c < k_classes; ++c) {
+      if (caps[c]) m |= 1u << c;
+      total += caps[c] * stride_of(c);
+    }
+    total += header(m);
     auto* q = static_cast<uint32_t*>(std::malloc(total * sizeof(uint32_t)));
     if (!q) std::abort();
-    for (int c = 0; c < k_classes; ++c) {
-      q[c] = b ? b[c] : 0;
-      q[k_classes + c] = caps[c];
+    q[0] = m;
+    for (int c = 0, i = 1; c < k_classes; ++c) {
+      if (!caps[c]) continue;
+      q[i++] = b ? size(b, c) : 0;
+      q[i++] = caps[c];
     }
     if (b) {
       for (int c = 0; c < k_classes; ++c) {
-        const size_t n = b[c];
+        const size_t n = size(b, c);
         if (n == 0) continue;
         std::memcpy(q + hot(q, c), b + hot(b, c), n * sizeof(uint32_t));
         if (guarded(c)) {
@@ -111,19 +143,20 @@ struct postings {
       caps[c] += caps[c] / 2 + 1;
       b = reallocate(b, caps);
     }
-    write(b, c, b[c], entry);
-    ++b[c];
+    const uint32_t n = size(b, c);
+    write(b, c, n, entry);
+    set_size(b, c, n + 1);
     return b;
   }
   // Moves class c's last entry into slot i and shrinks the class by one.
   static void erase(uint32_t* b, int c, uint32_t i) {
-    const uint32_t last = b[c] - 1;
+    const uint32_t last = size(b, c) - 1;
     if (i != last) {
       uint32_t entry[k_max_plain_words + 1];
       read(b, c, last, entry);
       write(b, c, i, entry);
     }
-    b[c] = last;
+    set_size(b, c, last);
   }
   // Index of class c's entry for id (subscription id, or clause slot in class 8), or its
   // size.
@@ -676,13 +709,12 @@ struct index::impl {
   // every article it is given.
   static constexpr uint32_t k_sample = 8;
 
-  // Class K of block b, whose guards start at e and rests at r: scans it and moves e and r
-  // past the class.
+  // Class K (count entries, room for capacity), whose guards start at e and rests at r:
+  // scans it and moves e and r past the class.
   template <int K>
-  void scan_class(const uint32_t* b, const uint32_t*& e, const uint32_t*& r, uint32_t* ids,
-                  uint32_t* where, size_t& n) const {
-    const uint32_t capacity = postings::capacity(b, K);
-    if (const uint32_t count = postings::size(b, K)) n = scan<K>(e, r, count, ids, where, n);
+  void scan_class(uint32_t count, uint32_t capacity, const uint32_t*& e, const uint32_t*& r,
+                  uint32_t* ids, uint32_t* where, size_t& n) const {
+    if (count) n = scan<K>(e, r, count, ids, where, n);
     e += capacity;
     r += size_t{capacity} * K;
   }
@@ -753,10 +785,11 @@ struct index::impl {
   // it in software (up to 64 lines a block) measured no faster or up to twice as slow,
   // its requests queuing ahead of the lines the scan was waiting for.
   static constexpr size_t k_header_ahead = 8;
-  // The header is 72 bytes: with malloc's 16-byte alignment it can span two lines.
+  // The header and the start of the hot part: with malloc's 16-byte alignment the header
+  // can end in the second line.
   static void prefetch_header(const uint32_t* b) {
     __builtin_prefetch(b);
-    __builtin_prefetch(b + postings::k_header - 1);
+    __builtin_prefetch(b + 16);
   }
 
   void finish_article() {
@@ -779,36 +812,41 @@ struct index::impl {
       if (h + k_header_ahead < hits.size()) prefetch_header(hits[h + k_header_ahead].block);
       const uint32_t w = hits[h].word;
       const uint32_t* b = hits[h].block;
-      size_t need = 0;
-      for (int c = 0; c < k_classes; ++c) need += postings::size(b, c);
+      uint32_t sizes[k_classes], caps[k_classes];
+      postings::decode(b, sizes, caps);
+      size_t need = 0, hot = 0;
+      for (int c = 0; c < k_classes; ++c) {
+        need += sizes[c];
+        hot += caps[c];
+      }
       if (need == 0) continue;
       // resize(n) first: reserve() keeps only size() elements when it reallocates.
       out.ids_.resize(n);
       out.ids_.reserve(n + need);
       out.where_.resize(n);
       out.where_.reserve(n + need);
-      out.segments_.push_back({static_cast<uint32_t>(n), w, postings::size(b, 0)});
+      out.segments_.push_back({static_cast<uint32_t>(n), w, sizes[0]});
       uint32_t* ids = out.ids_.data();
       uint32_t* where = out.where_.data();
       out.stats_.postings += need;
-      out.stats_.candidates += need - postings::size(b, 0);
-      const uint32_t* e = b + postings::k_header;           // the hot part, class 0's ids first
-      const uint32_t* r = b + postings::hot(b, k_classes);  // the rests
-      if (const uint32_t count = postings::size(b, 0)) {
+      out.stats_.candidates += need - sizes[0];
+      const uint32_t* e = b + postings::header(b);  // the hot part, class 0's ids first
+      const uint32_t* r = e + hot;                  // the rests
+      if (const uint32_t count = sizes[0]) {
         // Single-word clauses match outright: one bulk copy.
         // where[] stays unwritten for them: entry i is match segment.first + i.
         std::memcpy(ids + n, e, count * sizeof(uint32_t));
         n += count;
       }
-      e += postings::capacity(b, 0);
-      scan_class<1>(b, e, r, ids, where, n);
-      scan_class<2>(b, e, r, ids, where, n);
-      scan_class<3>(b, e, r, ids, where, n);
-      scan_class<4>(b, e, r, ids, where, n);
-      scan_class<5>(b, e, r, ids, where, n);
-      scan_class<6>(b, e, r, ids, where, n);
-      scan_class<7>(b, e, r, ids, where, n);
-      if (const uint32_t count = postings::size(b, k_general)) {
+      e += caps[0];
+      scan_class<1>(sizes[1], caps[1], e, r, ids, where, n);
+      scan_class<2>(sizes[2], caps[2], e, r, ids, where, n);
+      scan_class<3>(sizes[3], caps[3], e, r, ids, where, n);
+      scan_class<4>(sizes[4], caps[4], e, r, ids, where, n);
+      scan_class<5>(sizes[5], caps[5], e, r, ids, where, n);
+      scan_class<6>(sizes[6], caps[6], e, r, ids, where, n);
+      scan_class<7>(sizes[7], caps[7], e, r, ids, where, n);
+      if (const uint32_t count = sizes[k_general]) {
         for (uint32_t i = 0; i < count; ++i) {
           const general_clause& gc = clauses[e[i]];
           general_sub& gs = generals[gc.owner];
