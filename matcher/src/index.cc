@@ -1,6 +1,7 @@
 #include "feedplane/matcher/index.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cstdlib>
 #include <cstring>
@@ -35,13 +36,19 @@ size_t stride_of(int cls) { return cls == k_general ? 1 : static_cast<size_t>(cl
 // classes, so the header is 12-28 bytes instead of 72: a rare word's block often fits in
 // one cache line with its entries, and the vocabulary's fixed cost per word falls.
 struct postings {
-  static uint32_t mask(const uint32_t* b) { return b[0]; }
+  // Bits set in a 9-bit mask, from a table: without -mpopcnt (this library has no -m
+  // flags) std::popcount is a call into libgcc, and it measured a third of insert time.
+  static constexpr auto k_bits = [] {
+    std::array<uint8_t, size_t{1} << k_classes> t{};
+    for (size_t i = 0; i < t.size(); ++i) t[i] = static_cast<uint8_t>(std::popcount(i));
+    return t;
+  }();
   static bool has(const uint32_t* b, int c) { return (b[0] >> c) & 1; }
   // Index of class c's (size, capacity) pair; c must be in the mask.
   static size_t pair(const uint32_t* b, int c) {
-    return 1 + 2 * static_cast<size_t>(std::popcount(b[0] & ((1u << c) - 1)));
+    return 1 + size_t{2} * k_bits[b[0] & ((1u << c) - 1)];
   }
-  static size_t header(uint32_t mask) { return 1 + 2 * static_cast<size_t>(std::popcount(mask)); }
+  static size_t header(uint32_t mask) { return 1 + size_t{2} * k_bits[mask]; }
   static size_t header(const uint32_t* b) { return header(b[0]); }
   static bool guarded(int c) { return c >= 1 && c < k_general; }
   static uint32_t size(const uint32_t* b, int c) { return has(b, c) ? b[pair(b, c)] : 0; }
@@ -60,15 +67,45 @@ struct postings {
   }
   // Offset of class c's ids, guards or clause slots (the hot part).
   static size_t hot(const uint32_t* b, int c) {
-    size_t o = header(b);
-    for (int j = 0; j < c; ++j) o += capacity(b, j);
+    const uint32_t m = b[0];
+    size_t o = header(m);
+    const uint32_t* p = b + 1;
+    for (int j = 0; j < c; ++j) {
+      if ((m >> j) & 1) {
+        o += p[1];
+        p += 2;
+      }
+    }
     return o;
   }
   // Offset of the rests of guarded class c.
   static size_t rest(const uint32_t* b, int c) {
-    size_t o = hot(b, k_classes);
-    for (int j = 1; j < c; ++j) o += capacity(b, j) * static_cast<size_t>(j);
-    return o;
+    const uint32_t m = b[0];
+    size_t o = header(m), r = 0;
+    const uint32_t* p = b + 1;
+    for (int j = 0; j < k_classes; ++j) {
+      if ((m >> j) & 1) {
+        o += p[1];
+        if (j >= 1 && j < c) r += size_t{p[1]} * static_cast<size_t>(j);
+        p += 2;
+      }
+    }
+    return o + r;
+  }
+  // hot(b, c) and, for a guarded class, rest(b, c) in one pass over the header.
+  static void locate(const uint32_t* b, int c, size_t& hot_at, size_t& rest_at) {
+    const uint32_t m = b[0];
+    size_t o = header(m), before = 0, r = 0;
+    const uint32_t* p = b + 1;
+    for (int j = 0; j < k_classes; ++j) {
+      if (!((m >> j) & 1)) continue;
+      if (j < c) before += p[1];
+      if (j >= 1 && j < c && j < k_general) r += size_t{p[1]} * static_cast<size_t>(j);
+      o += p[1];
+      p += 2;
+    }
+    hot_at = header(m) + before;
+    rest_at = o + r;
   }
   static size_t words(const uint32_t* b) { return b ? rest(b, k_general) : 0; }
   static bool empty(const uint32_t* b) {
@@ -79,36 +116,42 @@ struct postings {
   }
   // Entry i of class c in canonical form (stride_of(c) uint32s) into out.
   static void read(const uint32_t* b, int c, uint32_t i, uint32_t* out) {
-    const uint32_t* e = b + hot(b, c);
+    size_t h, r;
+    locate(b, c, h, r);
     if (!guarded(c)) {
-      out[0] = e[i];
+      out[0] = b[h + i];
       return;
     }
     const size_t k = static_cast<size_t>(c);
-    const uint32_t* r = b + rest(b, c) + size_t{i} * k;
-    out[0] = r[0];
-    out[1] = e[i];
-    for (size_t j = 1; j < k; ++j) out[j + 1] = r[j];
+    const uint32_t* rest = b + r + size_t{i} * k;
+    out[0] = rest[0];
+    out[1] = b[h + i];
+    for (size_t j = 1; j < k; ++j) out[j + 1] = rest[j];
   }
   static void write(uint32_t* b, int c, uint32_t i, const uint32_t* entry) {
-    uint32_t* e = b + hot(b, c);
+    size_t h, r;
+    locate(b, c, h, r);
     if (!guarded(c)) {
-      e[i] = entry[0];
+      b[h + i] = entry[0];
       return;
     }
     const size_t k = static_cast<size_t>(c);
-    uint32_t* r = b + rest(b, c) + size_t{i} * k;
-    e[i] = entry[1];
-    r[0] = entry[0];
-    for (size_t j = 1; j < k; ++j) r[j] = entry[j + 1];
+    uint32_t* rest = b + r + size_t{i} * k;
+    b[h + i] = entry[1];
+    rest[0] = entry[0];
+    for (size_t j = 1; j < k; ++j) rest[j] = entry[j + 1];
   }
-  // A copy of b (or of nothing) with class capacities caps; frees b.
-  // caps[c] must hold size(b, c); a class with capacity 0 leaves the header.
+  // caps[c] must hold size(b, c); a class with capacity 0 leaves the header. One pass
+  // over both layouts, hot and rest offsets advancing together.
   static uint32_t* reallocate(uint32_t* b, const uint32_t* caps) {
+    uint32_t sizes[k_classes] = {}, old_caps[k_classes] = {};
+    if (b) decode(b, sizes, old_caps);
     uint32_t m = 0;
-    size_t total = 0;
+    size_t hot_total = 0, old_hot_total = 0, total = 0;
     for (int c = 0; c < k_classes; ++c) {
       if (caps[c]) m |= 1u << c;
+      hot_total += caps[c];
+      old_hot_total += old_caps[c];
       total += caps[c] * stride_of(c);
     }
     total += header(m);
@@ -117,18 +160,21 @@ struct postings {
     q[0] = m;
     for (int c = 0, i = 1; c < k_classes; ++c) {
       if (!caps[c]) continue;
-      q[i++] = b ? size(b, c) : 0;
+      q[i++] = sizes[c];
       q[i++] = caps[c];
     }
     if (b) {
+      size_t to_hot = header(m), from_hot = header(b);
+      size_t to_rest = to_hot + hot_total, from_rest = from_hot + old_hot_total;
       for (int c = 0; c < k_classes; ++c) {
-        const size_t n = size(b, c);
-        if (n == 0) continue;
-        std::memcpy(q + hot(q, c), b + hot(b, c), n * sizeof(uint32_t));
-        if (guarded(c)) {
-          std::memcpy(q + rest(q, c), b + rest(b, c),
-                      n * static_cast<size_t>(c) * sizeof(uint32_t));
-        }
+        const size_t n = sizes[c], k = static_cast<size_t>(c);
+        if (n) std::memcpy(q + to_hot, b + from_hot, n * sizeof(uint32_t));
+        to_hot += caps[c];
+        from_hot += old_caps[c];
+        if (!guarded(c)) continue;
+        if (n) std::memcpy(q + to_rest, b + from_rest, n * k * sizeof(uint32_t));
+        to_rest += caps[c] * k;
+        from_rest += old_caps[c] * k;
       }
     }
     std::free(b);
@@ -137,15 +183,16 @@ struct postings {
   // Appends one entry (canonical form) to class c; a full class grows by 1.5x (the whole
   // block moves).
   static uint32_t* append(uint32_t* b, int c, const uint32_t* entry) {
-    if (!b || size(b, c) == capacity(b, c)) {
+    if (!b || !has(b, c) || b[pair(b, c)] == b[pair(b, c) + 1]) {
       uint32_t caps[k_classes] = {};
       for (int j = 0; j < k_classes && b; ++j) caps[j] = capacity(b, j);
       caps[c] += caps[c] / 2 + 1;
       b = reallocate(b, caps);
     }
-    const uint32_t n = size(b, c);
+    const size_t at = pair(b, c);
+    const uint32_t n = b[at];
     write(b, c, n, entry);
-    set_size(b, c, n + 1);
+    b[at] = n + 1;
     return b;
   }
   // Moves class c's last entry into slot i and shrinks the class by one.
