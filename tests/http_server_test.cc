@@ -555,6 +555,49 @@ TEST(http_server, head_has_headers_but_no_body) {
   close(fd);
 }
 
+// A HEAD request refused before it parsed (a bad header, too many headers, or too slow)
+// still gets a response without content (RFC 9110 9.3.2): headers, then the close.
+TEST(http_server, refused_head_requests_get_no_body) {
+  server_thread s(server_thread::short_timeouts());
+  const std::vector<std::pair<std::string, int>> cases = {
+      {"HEAD / HTTP/1.1\r\nHost: t\r\nX-Big: " + std::string(5000, 'h') + "\r\n\r\n", 431},
+      {"\r\nHEAD / HTTP/1.1 extra\r\nHost: t\r\n\r\n", 400},
+      {"HEAD / HTTP/1.1\r\n\r\n", 400},
+  };
+  for (const auto& [req, status] : cases) {
+    int fd = dial(s.port());
+    send_all(fd, req);
+    reader rd(fd);
+    response r;
+    ASSERT_TRUE(rd.next(&r, /*head=*/true)) << req.substr(0, 40);
+    EXPECT_EQ(r.status, status);
+    EXPECT_EQ(r.headers["connection"], "close");
+    EXPECT_TRUE(rd.at_eof()) << "body bytes after a HEAD response: " << rd.pending();
+    close(fd);
+  }
+  // The same error for GET keeps its short text body.
+  {
+    int fd = dial(s.port());
+    send_all(fd, "GET / HTTP/1.1\r\n\r\n");
+    reader rd(fd);
+    response r;
+    ASSERT_TRUE(rd.next(&r));
+    EXPECT_EQ(r.status, 400);
+    EXPECT_FALSE(r.body.empty());
+    close(fd);
+  }
+  // Too slow: the 408 for a partial HEAD request has no body either.
+  int fd = dial(s.port());
+  send_all(fd, "HEAD /a HTTP/1.1\r\nHost: t\r\nX-Slow: ");
+  reader rd(fd);
+  response r;
+  ASSERT_TRUE(rd.next(&r, /*head=*/true));
+  EXPECT_EQ(r.status, 408);
+  EXPECT_TRUE(rd.at_eof()) << "body bytes after a HEAD response: " << rd.pending();
+  close(fd);
+  expect_still_serving(s.port());
+}
+
 TEST(http_server, conditional_get_304) {
   server_thread s;
   auto get = [&](const std::string& extra) {

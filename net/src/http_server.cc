@@ -16,6 +16,14 @@ namespace feedplane::net {
 
 namespace {
 
+// Whether raw request bytes (a request refused before it parsed) are a HEAD request: the
+// method is the first token, after any empty lines (RFC 9112 2.2).
+bool is_head_request(std::string_view raw) {
+  size_t i = 0;
+  while (i < raw.size() && (raw[i] == '\r' || raw[i] == '\n')) ++i;
+  return raw.substr(i).starts_with("HEAD ");
+}
+
 const char* reason_phrase(int s) {
   switch (s) {
     case 100:
@@ -205,8 +213,8 @@ struct http_server::connection {
         // Slowloris or a stalled request: answer 408 and close (RFC 9110 15.5.9).
         ++k->srv->stats_.timeouts;
         k->tm = tmode::none;
+        k->srv->write_error(*k, 408, "request not received in time", is_head_request(k->in));
         k->in.clear();
-        k->srv->write_error(*k, 408, "request not received in time");
         k->flush();
         return;
       case tmode::idle:
@@ -321,7 +329,8 @@ struct http_server::connection {
         break;
       }
       if (st == parse_status::error) {
-        srv->write_error(*this, parser.error_status(), parser.error_reason());
+        srv->write_error(*this, parser.error_status(), parser.error_reason(),
+                         is_head_request(buf.substr(pos)));
         return buf.size();
       }
       pos += parser.consumed();
@@ -760,7 +769,7 @@ void http_server::write_response(connection& k, const request_meta& req, http_re
   if (status != 304 && !head) o.append(body);
 }
 
-void http_server::write_error(connection& k, int status, const char* reason) {
+void http_server::write_error(connection& k, int status, const char* reason, bool head) {
   ++stats_.errors_4xx;
   std::string& o = k.out;
   if (o.capacity() < 64) take_buffer(o);
@@ -774,8 +783,10 @@ void http_server::write_error(connection& k, int status, const char* reason) {
   const size_t len = strlen(reason) + 1;
   append_num(o, len);
   o.append("\r\nConnection: close\r\n\r\n");
-  o.append(reason);
-  o.push_back('\n');
+  if (!head) {  // RFC 9110 9.3.2: a response to HEAD has no content, errors included
+    o.append(reason);
+    o.push_back('\n');
+  }
   k.closing = true;
 }
 

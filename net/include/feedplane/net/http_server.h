@@ -135,7 +135,8 @@ class http_server {
   void write_response(connection& k, const request_meta& req, http_response& r);
   friend class deferred_response;
   bool complete_deferred(void* conn, uint32_t gen, http_response& r);
-  void write_error(connection& k, int status, const char* reason);
+  // head: the request being refused is a HEAD (its raw bytes say so): no body.
+  void write_error(connection& k, int status, const char* reason, bool head);
   std::string_view date();
   // Output buffers are lent to connections only while they have output (per-shard pool,
   // no allocation in steady state, no buffer held by an idle connection).
