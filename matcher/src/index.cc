@@ -335,7 +335,7 @@ struct index::impl {
   // load (a bitmap costs a shift, a load, a variable shift and a mask).
   std::vector<uint8_t> present;
   std::vector<uint64_t> in_title;      // bit per word id: in the title
-  std::vector<uint32_t> distinct;      // word ids set in the bitmaps
+  std::vector<uint32_t> distinct;      // word ids marked in present and in_title
   std::vector<uint32_t> distinct_ids;  // per distinct article word: its word id or k_none
   struct hit {
     uint32_t word;
