@@ -65,19 +65,6 @@ struct postings {
       p += in ? 2 : 0;
     }
   }
-  // Offset of class c's ids, guards or clause slots (the hot part).
-  static size_t hot(const uint32_t* b, int c) {
-    const uint32_t m = b[0];
-    size_t o = header(m);
-    const uint32_t* p = b + 1;
-    for (int j = 0; j < c; ++j) {
-      if ((m >> j) & 1) {
-        o += p[1];
-        p += 2;
-      }
-    }
-    return o;
-  }
   // Offset of the rests of guarded class c.
   static size_t rest(const uint32_t* b, int c) {
     const uint32_t m = b[0];
@@ -92,7 +79,8 @@ struct postings {
     }
     return o + r;
   }
-  // hot(b, c) and, for a guarded class, rest(b, c) in one pass over the header.
+  // Offsets of class c's ids, guards or clause slots (in the hot part) and, for a guarded
+  // class, of its rests, in one pass over the header.
   static void locate(const uint32_t* b, int c, size_t& hot_at, size_t& rest_at) {
     const uint32_t m = b[0];
     size_t o = header(m), before = 0, r = 0;
@@ -209,7 +197,9 @@ struct postings {
   // size.
   static uint32_t find(const uint32_t* b, int c, uint32_t id) {
     const uint32_t n = size(b, c);
-    const uint32_t* e = b + (guarded(c) ? rest(b, c) : hot(b, c));
+    size_t h, r;
+    locate(b, c, h, r);
+    const uint32_t* e = b + (guarded(c) ? r : h);
     const size_t stride = guarded(c) ? static_cast<size_t>(c) : 1;
     for (uint32_t i = 0; i < n; ++i) {
       if (e[size_t{i} * stride] == id) return i;
