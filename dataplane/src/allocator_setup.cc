@@ -3,8 +3,9 @@
 //
 // Why: the matcher walks posting blocks spread over tens of MiB, and on this project's
 // hosts (virtual machines with nested paging) a TLB miss costs a two-dimensional page
-// walk. With the heap on 2 MiB pages the 1M-subscription, 61-word match measured about
-// 25% faster (bench/RESULTS.md, "## matcher"). The kernel must allow it:
+// walk. With the heap on 2 MiB pages the 1M-subscription, 61-word match measured 1.04x
+// to 1.24x faster in three interleaved series (bench/RESULTS.md, "## matcher"). The
+// kernel must allow it:
 // /sys/kernel/mm/transparent_hugepage/enabled set to "madvise" or "always"; with "never"
 // this changes nothing. The cost is resident memory in 2 MiB steps, eagerly committed.
 //
