@@ -247,7 +247,8 @@ TEST(feed_parse, atom03) {
 TEST(feed_parse, json_feed) {
   const auto r = parse(
       R"({"version":"https://jsonfeed.org/version/1.1","title":"J","home_page_url":"https://j.example/",
-      "feed_url":"https://j.example/feed.json","items":[{"id":"1","url":"/a","title":"A",
+      "feed_url":"https://j.example/feed.json","hubs":[{"type":"WebSub","url":"/hub"},
+      {"type":"WebSub","url":"https://hub.example/"}],"items":[{"id":"1","url":"/a","title":"A",
       "content_html":"<p>a</p>","summary":"s","date_published":"2020-01-02T03:04:05Z",
       "authors":[{"name":"N"}],"tags":["x"]},{"id":2,"content_text":"plain",
       "date_modified":"not a date"}]})",
@@ -257,6 +258,9 @@ TEST(feed_parse, json_feed) {
   EXPECT_EQ(r.f.version, "1.1");
   ASSERT_EQ(r.f.entries.size(), 2u);
   EXPECT_EQ(r.f.entries[0].link, "https://j.example/a");
+  // Hub URLs resolve against the feed's URL like every other link.
+  EXPECT_EQ(r.f.hub_links,
+            (std::vector<std::string>{"https://j.example/hub", "https://hub.example/"}));
   EXPECT_EQ(r.f.entries[0].content, "<p>a</p>");
   EXPECT_EQ(r.f.entries[1].id, "2");
   EXPECT_EQ(r.f.entries[1].content, "plain");

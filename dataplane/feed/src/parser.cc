@@ -961,7 +961,8 @@ parse_errc parser::impl::parse_json(std::string_view text_in) {
   simdjson::dom::array arr;
   if (root["hubs"].get_array().get(arr) == simdjson::SUCCESS) {
     for (auto h : arr)
-      if (h["url"].get_string().get(s) == simdjson::SUCCESS) out->hub_links.emplace_back(s);
+      if (h["url"].get_string().get(s) == simdjson::SUCCESS)
+        resolve_url(opts->base_url, s, out->hub_links.emplace_back());
   }
   if (root["authors"].get_array().get(arr) == simdjson::SUCCESS) {
     for (auto a : arr) json_person(a, out->authors);
