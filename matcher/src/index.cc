@@ -65,20 +65,6 @@ struct postings {
       p += in ? 2 : 0;
     }
   }
-  // Offset of the rests of guarded class c.
-  static size_t rest(const uint32_t* b, int c) {
-    const uint32_t m = b[0];
-    size_t o = header(m), r = 0;
-    const uint32_t* p = b + 1;
-    for (int j = 0; j < k_classes; ++j) {
-      if ((m >> j) & 1) {
-        o += p[1];
-        if (j >= 1 && j < c) r += size_t{p[1]} * static_cast<size_t>(j);
-        p += 2;
-      }
-    }
-    return o + r;
-  }
   // Offsets of class c's ids, guards or clause slots (in the hot part) and, for a guarded
   // class, of its rests, in one pass over the header.
   static void locate(const uint32_t* b, int c, size_t& hot_at, size_t& rest_at) {
@@ -95,7 +81,13 @@ struct postings {
     hot_at = header(m) + before;
     rest_at = o + r;
   }
-  static size_t words(const uint32_t* b) { return b ? rest(b, k_general) : 0; }
+  // The block's length in uint32s: where class 8's rests would start.
+  static size_t words(const uint32_t* b) {
+    if (!b) return 0;
+    size_t h, r;
+    locate(b, k_general, h, r);
+    return r;
+  }
   static bool empty(const uint32_t* b) {
     for (int c = 0; c < k_classes; ++c) {
       if (size(b, c)) return false;
