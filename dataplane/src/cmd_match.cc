@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "feedplane/feed/render.h"
 #include "feedplane/matcher/article.h"
 #include "feedplane/matcher/index.h"
 
@@ -28,36 +29,6 @@ struct match_args {
   std::string articles;
   bool words = false;
 };
-
-void append_json_string(std::string& out, std::string_view s) {
-  out += '"';
-  for (const char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          out += fmt::format("\\u{:04x}", static_cast<unsigned char>(c));
-        } else {
-          out += c;
-        }
-    }
-  }
-  out += '"';
-}
 
 // Reads "title" and "content" of one JSON object; returns "" or what is wrong.
 std::string read_article(simdjson::ondemand::parser& parser, const std::string& line,
@@ -142,7 +113,7 @@ int run_match(const match_args& args) {
         out += '[';
         for (size_t j = 0; j < words.size(); ++j) {
           if (j) out += ", ";
-          append_json_string(out, words[j]);
+          feed::append_json_string(words[j], out);
         }
         out += ']';
       }
