@@ -6,6 +6,18 @@ namespace feedplane::matcher {
 
 uint64_t word_hash(std::string_view word) { return XXH3_64bits(word.data(), word.size()); }
 
+article_view::article_view(const article& a) {
+  p_.folded = a.tokens_.folded_.data();
+  p_.bounds = a.tokens_.bounds_.data();
+  p_.hashes = a.hashes_.data();
+  p_.of = a.of_.data();
+  p_.first = a.first_.data();
+  p_.count = a.count_.data();
+  p_.words = static_cast<uint32_t>(a.size());
+  p_.distinct = static_cast<uint32_t>(a.distinct());
+  p_.title_words = static_cast<uint32_t>(a.title_words_);
+}
+
 void article::assign_html(std::string_view title, std::string_view content) {
   tokens_.clear();
   text_.clear();

@@ -748,7 +748,7 @@ struct index::impl {
     r += size_t{capacity} * K;
   }
 
-  void prepare(const article& a, bool want_sequence, bool counted) {
+  void prepare(const article_view& a, bool want_sequence, bool counted) {
     ++stamp;
     distinct.clear();
     hits.clear();
@@ -828,7 +828,7 @@ struct index::impl {
     }
   }
 
-  void match(const article& a, match_result& out) {
+  void match(const article_view& a, match_result& out) {
     out.ids_.clear();
     out.where_.clear();
     out.segments_.clear();
@@ -1056,9 +1056,9 @@ void index::reserve(uint32_t ids) {
 
 bool index::contains(uint32_t id) const { return impl_->subs.get(id) != k_absent; }
 
-void index::match(const article& a, match_result& out) { impl_->match(a, out); }
+void index::match(const article_view& a, match_result& out) { impl_->match(a, out); }
 
-void index::observe(const article& a) {
+void index::observe(const article_view& a) {
   impl_->prepare(a, false, true);
   impl_->finish_article();
 }

@@ -5,7 +5,7 @@
 namespace feedplane::matcher {
 namespace {
 
-bool has_term(const query_term& t, const article& a) {
+bool has_term(const query_term& t, const article_view& a) {
   const size_t n = t.words.size();
   // A phrase never spans the title and the content.
   auto in_range = [&](size_t begin, size_t end) {
@@ -28,7 +28,7 @@ std::string naive_matcher::add(uint32_t id, std::string_view query) {
   return {};
 }
 
-bool naive_matcher::matches(const query_node& node, const article& a) {
+bool naive_matcher::matches(const query_node& node, const article_view& a) {
   using kind = query_node::kind;
   switch (node.type) {
     case kind::term:
@@ -45,7 +45,7 @@ bool naive_matcher::matches(const query_node& node, const article& a) {
   return false;
 }
 
-void naive_matcher::match(const article& a, std::vector<uint32_t>& out) const {
+void naive_matcher::match(const article_view& a, std::vector<uint32_t>& out) const {
   out.clear();
   for (const auto& [id, tree] : subs_) {
     if (matches(tree, a)) out.push_back(id);
@@ -102,7 +102,7 @@ bool counting_matcher::add(uint32_t id, const parsed_query& q) {
   return true;
 }
 
-void counting_matcher::match(const article& a, std::vector<uint32_t>& out) {
+void counting_matcher::match(const article_view& a, std::vector<uint32_t>& out) {
   out.clear();
   distinct_.clear();
   size_t postings = 0;

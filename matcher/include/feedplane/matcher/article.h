@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -12,6 +13,49 @@
 
 namespace feedplane::matcher {
 
+class article;
+
+// What matching reads of an article: its folded words, their hashes and its distinct
+// words, as views into memory someone else owns (an article builder below, or a frozen
+// article shared by every shard, dataplane/runtime). Cheap to copy; valid while the owner
+// is alive and unchanged.
+class article_view {
+ public:
+  struct parts {
+    const uint8_t* folded = nullptr;   // word bytes
+    const uint32_t* bounds = nullptr;  // begin, end pairs into folded, 2 per word
+    const uint64_t* hashes = nullptr;  // word_hash of each word
+    const uint32_t* of = nullptr;      // distinct word of each word
+    const uint32_t* first = nullptr;   // first occurrence of each distinct word
+    const uint32_t* count = nullptr;   // occurrences of each distinct word
+    uint32_t words = 0;
+    uint32_t distinct = 0;
+    uint32_t title_words = 0;
+  };
+  article_view() = default;
+  explicit article_view(const parts& p) : p_(p) {}
+  article_view(const article& a);  // NOLINT(google-explicit-constructor): a builder is a view
+
+  size_t size() const { return p_.words; }
+  std::string_view word(size_t i) const {
+    return {reinterpret_cast<const char*>(p_.folded) + p_.bounds[2 * i],
+            p_.bounds[2 * i + 1] - p_.bounds[2 * i]};
+  }
+  uint64_t hash(size_t i) const { return p_.hashes[i]; }
+  size_t title_words() const { return p_.title_words; }
+  size_t distinct() const { return p_.distinct; }
+  uint32_t first(size_t d) const { return p_.first[d]; }
+  uint32_t count(size_t d) const { return p_.count[d]; }
+  uint32_t of(size_t i) const { return p_.of[i]; }
+  const parts& raw() const { return p_; }
+
+ private:
+  parts p_;
+};
+
+// The reusable builder: tokenizes an article's text into its own scratch, reused from one
+// article to the next (no allocation in steady state). Matching reads it through
+// article_view; dataplane/runtime freezes what it holds into one shared allocation.
 class article {
  public:
   // Title and content are HTML fragments: markup is stripped first (text.h).
@@ -32,8 +76,17 @@ class article {
   uint32_t first(size_t d) const { return first_[d]; }
   uint32_t count(size_t d) const { return count_[d]; }
   uint32_t of(size_t i) const { return of_[i]; }
+  // The folded word bytes and begin, end pairs into them (2 per word).
+  std::span<const uint8_t> folded_bytes() const {
+    return {tokens_.folded_.data(), tokens_.folded_.size()};
+  }
+  std::span<const uint32_t> bounds() const {
+    return {tokens_.bounds_.data(), tokens_.bounds_.size()};
+  }
+  article_view view() const { return article_view(*this); }
 
  private:
+  friend class article_view;
   void finish();
 
   token_buffer tokens_;

@@ -105,9 +105,9 @@ class index {
 
   // Matches one article; results replace what *out held. Also counts the article's words
   // toward the frequencies that choose filing words.
-  void match(const article& a, match_result& out);
+  void match(const article_view& a, match_result& out);
   // Counts the article's words without matching (to warm the frequencies).
-  void observe(const article& a);
+  void observe(const article_view& a);
 
   // The words of the subscription behind match k of result that occur in the article
   // (for highlighting). Valid until the index is next modified.

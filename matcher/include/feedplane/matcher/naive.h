@@ -34,9 +34,9 @@ class naive_matcher {
   size_t size() const { return subs_.size(); }
 
   // Ids of the matching subscriptions, ascending.
-  void match(const article& a, std::vector<uint32_t>& out) const;
+  void match(const article_view& a, std::vector<uint32_t>& out) const;
   // Whether one parse tree matches the article.
-  static bool matches(const query_node& node, const article& a);
+  static bool matches(const query_node& node, const article_view& a);
 
  private:
   query_parser parser_;
@@ -49,7 +49,7 @@ class counting_matcher {
   // single words with no title: or exclusions. Ids must be added once each.
   bool add(uint32_t id, const parsed_query& q);
   // Ids of the matching subscriptions, in no particular order.
-  void match(const article& a, std::vector<uint32_t>& out);
+  void match(const article_view& a, std::vector<uint32_t>& out);
   size_t memory_bytes() const;
   size_t last_postings() const { return last_postings_; }
 

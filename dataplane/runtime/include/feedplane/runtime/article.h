@@ -1,0 +1,161 @@
+// A frozen article: built once by the shard that crawled it, frozen into one allocation,
+// and shared by pointer with the store and every shard. Immutable once frozen, except
+// for its sequence number, which the store thread writes while it is the only holder
+// (before it broadcasts the article; the ring's release/acquire publishes the write).
+//
+// Layout: a fixed header, then every variable part at an offset inside the same block
+// (strings, the folded words and their begin/end pairs, word hashes, the distinct-word
+// arrays). Offsets, not pointers: the block minus its reference count is also the
+// article's durable record (record()), so the store writes it as is and decode() checks
+// every offset before trusting a record read back from disk.
+//
+// Lifetime: article_ref is an intrusive reference. The crawling shard's reference moves
+// to the store; the store copies one reference per shard into the article rings and drops
+// its own; each shard drops its reference once it has matched the article (and copied
+// what it renders into its own cache). The last drop frees the block. Nothing holds one
+// reference per list entry.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "feedplane/matcher/article.h"
+
+namespace feedplane::runtime {
+
+class article;
+
+// Intrusive shared reference to a frozen article.
+//
+// Memory ordering: a copy increments with relaxed order (the copier already holds a
+// reference, so the count cannot reach zero meanwhile). A drop decrements with release
+// (this holder's reads of the article happen-before the free); the holder that brings the
+// count to zero issues an acquire fence before freeing (it sees every other holder's
+// reads as finished). This is the shared_ptr argument.
+class article_ref {
+ public:
+  article_ref() = default;
+  article_ref(const article_ref& o);
+  article_ref(article_ref&& o) noexcept : a_(std::exchange(o.a_, nullptr)) {}
+  article_ref& operator=(const article_ref& o);
+  article_ref& operator=(article_ref&& o) noexcept;
+  ~article_ref() { reset(); }
+
+  void reset();
+  const article* get() const { return a_; }
+  const article* operator->() const { return a_; }
+  const article& operator*() const { return *a_; }
+  explicit operator bool() const { return a_ != nullptr; }
+  // For the store thread only, while it holds the only reference: sets the sequence.
+  article* mutable_get() { return a_; }
+
+ private:
+  friend class article;
+  friend class article_builder;
+  explicit article_ref(article* a) : a_(a) {}  // adopts a reference
+  article* a_ = nullptr;
+};
+
+// Fields of an article that are not text to tokenize.
+struct article_meta {
+  uint64_t source_id = 0;
+  uint64_t identity_hash = 0;  // the entry's identity (feed/dedup.h)
+  uint64_t content_hash = 0;   // its content, to tell an update from a repeat
+  int64_t published = 0;       // unix seconds (first-seen time when the feed gives none)
+  int64_t fetched = 0;         // unix seconds
+  uint64_t replaces = 0;       // sequence of the earlier version of this entry, 0 = new
+};
+
+class article {
+ public:
+  // ---- identity and times ----
+  uint64_t seq() const { return h_.seq; }
+  void set_seq(uint64_t s) { h_.seq = s; }  // store thread, sole holder
+  const article_meta& meta() const { return h_.meta; }
+
+  // ---- what readers render ----
+  std::string_view source_url() const { return str(f_source_url); }
+  std::string_view guid() const { return str(f_guid); }
+  std::string_view title() const { return str(f_title); }
+  std::string_view link() const { return str(f_link); }
+  std::string_view author() const { return str(f_author); }
+  std::string_view summary() const { return str(f_summary); }  // HTML, already sanitized
+  std::string_view content() const { return str(f_content); }  // HTML, already sanitized
+
+  // ---- what matching reads ----
+  matcher::article_view words() const;
+
+  // ---- size and durable form ----
+  size_t bytes() const { return h_.total; }  // the whole allocation
+  // The durable record: the block after the reference count, to store as is.
+  std::string_view record() const;
+  // Checks a record read back from the store and rebuilds the article. Returns an empty
+  // reference and sets *error when the record is malformed.
+  static article_ref decode(std::string_view record, std::string* error);
+
+  // Live articles and their bytes in this process (every thread): for /metrics.
+  static int64_t alive();
+  static int64_t alive_bytes();
+
+ private:
+  friend class article_ref;
+  friend class article_builder;
+  enum field : uint32_t {
+    f_source_url,
+    f_guid,
+    f_title,
+    f_link,
+    f_author,
+    f_summary,
+    f_content,
+    f_strings,  // count of string fields
+  };
+  struct span32 {
+    uint32_t off = 0;
+    uint32_t len = 0;
+  };
+  // The header; record() starts at `total`.
+  struct header {
+    uint32_t magic = 0;
+    uint32_t total = 0;  // bytes of the whole block, header included
+    uint64_t seq = 0;
+    article_meta meta;
+    span32 strings[f_strings];
+    span32 folded;  // bytes
+    uint32_t words = 0, distinct = 0, title_words = 0;
+    uint32_t bounds_off = 0, hashes_off = 0, of_off = 0, first_off = 0, count_off = 0;
+  };
+  article() = default;
+  std::string_view str(field f) const { return {base() + h_.strings[f].off, h_.strings[f].len}; }
+  const char* base() const { return reinterpret_cast<const char*>(this); }
+  static article* allocate(size_t bytes);
+  static void destroy(article* a);
+
+  std::atomic<uint32_t> refs_{1};
+  uint32_t pad_ = 0;
+  header h_;
+  // variable parts follow
+};
+
+// Builds articles: owns the tokenizer's scratch and the strings of the article being
+// built, reused from one article to the next. One per crawling shard.
+class article_builder {
+ public:
+  article_meta meta;
+  std::string source_url, guid, title, link, author, summary, content;
+
+  // Tokenizes title and summary/content (HTML: markup stripped, entities decoded) and
+  // freezes everything into one allocation with one reference, owned by the caller.
+  article_ref freeze();
+  void clear();
+
+ private:
+  matcher::article words_;
+  std::string text_;
+};
+
+}  // namespace feedplane::runtime

@@ -1,0 +1,96 @@
+// What travels on the runtime's rings, and who owns it at each step.
+//
+//   shard i -> shard j   control ring   task_ptr     (requests, and the same task returning)
+//   shard i -> store     write ring     write_ptr    (changes + new articles, durably applied)
+//   store -> shard i     event ring     store_event  (the write_ptr back as its ack; start-up
+//                                                      records; end of start-up streaming)
+//   store -> shard i     article ring   article_ref  (sequenced articles, in sequence order)
+//
+// Every object is owned by exactly one party at a time: the producer until it publishes,
+// the ring until the consumer takes it, then the consumer. A task and a write both come
+// back to the shard that made them, which frees them, so memory returns to the thread
+// that allocated it and the number in flight per pair is bounded by the sender.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "feedplane/runtime/article.h"
+#include "feedplane/runtime/spsc_ring.h"
+
+namespace feedplane::runtime {
+
+class shard;
+
+// A unit of cross-shard work. The origin shard sends it to a target shard (run() runs
+// there, on the target's thread, with the target's state), and the target sends it back
+// (done() runs on the origin's thread). A task must not touch the other shard's memory
+// in either step: it carries what it needs and what it found.
+class task {
+ public:
+  virtual ~task() = default;
+  virtual void run(shard& target) = 0;
+  virtual void done(shard& origin) = 0;
+
+  uint32_t origin = 0;  // set by shard::send
+  uint32_t target = 0;
+  bool returning = false;  // false on the way there, true on the way back
+};
+using task_ptr = std::unique_ptr<task>;
+
+// The kinds of durable state: one RocksDB column family each. The store thread creates
+// the mechanism; the crawler and the reflector fill in their kinds.
+enum class kind : uint8_t {
+  meta = 0,      // format version, next sequence
+  sources = 1,   // crawler: source definitions
+  crawl = 2,     // crawler: per-feed state (validators, hashes, seen identities)
+  accounts = 3,  // reflector
+  subscriptions = 4,
+  articles = 5,  // the article log, keyed by big-endian sequence
+  test = 6,      // used by tests and benchmarks only
+  count_ = 7,
+};
+const char* kind_name(kind k);
+
+// One key change inside a write.
+struct store_op {
+  kind k = kind::test;
+  bool erase = false;
+  std::string key;
+  std::string value;
+};
+
+// A durable write: its ops and its new articles are applied in one RocksDB WriteBatch
+// (all or nothing), synced with the rest of its group, and only then acknowledged by
+// sending the same object back to its origin shard. Articles get their sequence numbers
+// (dense, global) from the store and are broadcast in sequence order after the sync.
+struct store_write {
+  virtual ~store_write() = default;
+  // Runs on the origin shard when the write came back: status == 0 means durable.
+  virtual void on_durable(shard& origin) = 0;
+
+  std::vector<store_op> ops;
+  std::vector<article_ref> articles;
+  uint32_t origin = 0;  // set by shard::write
+  // Filled by the store before it sends the write back.
+  int32_t status = 0;      // 0, or a store error (store.h: store_errc)
+  uint64_t first_seq = 0;  // sequence of articles[0] (the rest follow densely)
+};
+using write_ptr = std::unique_ptr<store_write>;
+
+// What the store sends a shard besides articles.
+struct store_event {
+  enum type_t : uint8_t { ack, record, streamed } type = ack;
+  write_ptr write;      // ack: the write coming back
+  kind k = kind::test;  // record: a key/value the shard owns, streamed at start-up
+  std::string key, value;
+};
+
+using control_ring = spsc_ring<task_ptr>;
+using write_ring = spsc_ring<write_ptr>;
+using event_ring = spsc_ring<store_event>;
+using article_ring = spsc_ring<article_ref>;
+
+}  // namespace feedplane::runtime
