@@ -114,6 +114,39 @@ TEST(MatcherQuery, Rejections) {
             "a word is too long: 129 bytes (the limit is 128), starting \"xxxxxxxxxxxxxxxx\"");
 }
 
+// Queries nested far deeper than anyone writes (the issue 9 reproductions) are refused with
+// the limit named; without the limit each of these overflows the stack.
+TEST(MatcherQuery, NestingIsLimited) {
+  auto repeat = [](std::string_view s, size_t n) {
+    std::string r;
+    for (size_t i = 0; i < n; ++i) r += s;
+    return r;
+  };
+  const std::string parens = repeat("(", 20000) + "apple" + repeat(")", 20000);
+  EXPECT_EQ(error(parens),
+            "too deeply nested: '(' at column 33 opens level 33 of parentheses, NOT, '-' and "
+            "title: (the limit is 32)");
+  EXPECT_EQ(error(repeat("NOT ", 40000) + "apple").substr(0, 40),
+            "too deeply nested: NOT at column 129 ope");
+  EXPECT_EQ(error(repeat("-", 40000) + "apple").substr(0, 40),
+            "too deeply nested: '-' at column 33 open");
+  EXPECT_EQ(error("rust " + repeat("-(", 100000) + "apple").substr(0, 40),
+            "too deeply nested: '-' at column 38 open");
+  EXPECT_EQ(error(repeat("title:(", 100000) + "apple").substr(0, 45),
+            "too deeply nested: 'title:' at column 113 ope");
+  // The limit itself is fine, and a tree of that depth walks without trouble.
+  EXPECT_EQ(clauses(repeat("(", 32) + "apple" + repeat(")", 32)), "+apple");
+  EXPECT_EQ(clauses("rust " + repeat("NOT ", 31) + "java"), "+rust -java");
+  fm::query_limits shallow;
+  shallow.max_depth = 2;
+  fm::query_parser p(shallow);
+  fm::parsed_query q;
+  EXPECT_EQ(p.parse("rust -(java OR go)", q), "");
+  EXPECT_EQ(p.parse("rust -(-java)", q),
+            "too deeply nested: '-' at column 8 opens level 3 of parentheses, NOT, '-' and title: "
+            "(the limit is 2)");
+}
+
 TEST(MatcherQuery, LimitsAreConfigurable) {
   fm::query_parser p(fm::query_limits{2, 1}, {});
   fm::parsed_query q;

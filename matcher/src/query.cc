@@ -34,7 +34,8 @@ bool ends_bare(char c) { return is_space(c) || c == '(' || c == ')' || c == '"';
 
 class parser {
  public:
-  parser(std::string_view text, token_buffer& scratch) : text_(text), scratch_(scratch) {}
+  parser(std::string_view text, size_t max_depth, token_buffer& scratch)
+      : text_(text), max_depth_(max_depth), scratch_(scratch) {}
 
   std::string run(query_node& out) {
     if (auto err = lex(); !err.empty()) return err;
@@ -196,7 +197,26 @@ class parser {
     return {};
   }
 
+  // Every construct that recurses (NOT, '-', title:, a group) goes one level deeper; the
+  // limit keeps the recursion here, and in every walk of the tree, off the end of the stack.
   std::string parse_unary(query_node& out) {
+    const token& t = peek();
+    const bool nests = t.type == tok::op_not || t.type == tok::minus || t.type == tok::title ||
+                       t.type == tok::lparen;
+    if (nests && depth_ == max_depth_) {
+      return "too deeply nested: " + std::string(t.type == tok::lparen ? "'('" : name(t.type)) +
+             " at column " + std::to_string(t.column) + " opens level " +
+             std::to_string(depth_ + 1) + " of parentheses, NOT, '-' and title: (the limit is " +
+             std::to_string(max_depth_) + ")";
+    }
+    if (!nests) return parse_operand(out);
+    ++depth_;
+    auto err = parse_nested(out);
+    --depth_;
+    return err;
+  }
+
+  std::string parse_nested(query_node& out) {
     const token& t = peek();
     if (t.type == tok::op_not || t.type == tok::minus || t.type == tok::title) {
       const tok type = t.type;
@@ -230,6 +250,11 @@ class parser {
       ++pos_;
       return {};
     }
+    return parse_operand(out);
+  }
+
+  std::string parse_operand(query_node& out) {
+    const token& t = peek();
     if (t.type == tok::word) {
       out.type = query_node::kind::term;
       out.term.words = std::move(tokens_[pos_].words);
@@ -245,6 +270,8 @@ class parser {
   }
 
   std::string_view text_;
+  size_t max_depth_;
+  size_t depth_ = 0;  // constructs open around the current token
   token_buffer& scratch_;
   std::vector<token> tokens_;
   size_t pos_ = 0;
@@ -367,7 +394,7 @@ bool query_parser::is_frequent(std::string_view word) const {
 std::string query_parser::parse(std::string_view text, parsed_query& out) {
   out.tree = {};
   out.clauses.clear();
-  if (auto err = parser(text, scratch_).run(out.tree); !err.empty()) return err;
+  if (auto err = parser(text, limits_.max_depth, scratch_).run(out.tree); !err.empty()) return err;
   if (const std::string_view w = longest_word(out.tree); w.size() > limits_.max_word_bytes) {
     return "a word is too long: " + std::to_string(w.size()) + " bytes (the limit is " +
            std::to_string(limits_.max_word_bytes) + "), starting \"" +

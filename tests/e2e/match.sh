@@ -36,6 +36,13 @@ diff -u "$tmp/want" "$tmp/out" || fail "matches differ"
 grep -q "subs.txt:3: subscription 2 skipped: unbalanced parentheses" "$tmp/err" || fail "bad query not reported: $(cat "$tmp/err")"
 [ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "unexpected stderr: $(cat "$tmp/err")"
 
+# A query nested 20,000 deep is one skipped line with the limit named, not a crash.
+python3 -c "print('(' * 20000 + 'apple' + ')' * 20000); print('-' * 40000 + 'rust'); print('rust')" >"$tmp/deep.txt"
+"$bin" match -s "$tmp/deep.txt" -a "$tmp/arts.jsonl" >"$tmp/out" 2>"$tmp/err" || fail "deep query: exit status $?"
+grep -q "deep.txt:1: subscription 0 skipped: too deeply nested: .*(the limit is 32)" "$tmp/err" || fail "deep query: $(head -c 300 "$tmp/err")"
+grep -q "deep.txt:2: subscription 1 skipped: too deeply nested" "$tmp/err" || fail "deep '-': $(head -c 300 "$tmp/err")"
+head -1 "$tmp/out" | grep -q '"matches": \[2\]' || fail "deep query: later lines lost: $(head -1 "$tmp/out")"
+
 # --words: the subscription's words found in the article.
 "$bin" match -s "$tmp/subs.txt" -a "$tmp/arts.jsonl" --words 2>/dev/null | head -1 |
   grep -q '"words": \[\["rust", "tokio"\]\|"words": \[\["tokio", "rust"\]' || fail "--words"

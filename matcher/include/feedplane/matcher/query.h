@@ -16,7 +16,7 @@
 // empty query; an alternative with only exclusions; an alternative whose required words
 // are all among the most frequent words (they would match nearly every article); unbalanced
 // quotes or parentheses; an operator with nothing to apply to; more than max_words words
-// or max_clauses clauses; a word longer than max_word_bytes.
+// or max_clauses clauses; a word longer than max_word_bytes; nesting deeper than max_depth.
 #pragma once
 
 #include <cstddef>
@@ -33,6 +33,8 @@ struct query_limits {
   size_t max_words = 16;        // word occurrences in the whole query
   size_t max_clauses = 8;       // conjunctive clauses after expanding OR and NOT
   size_t max_word_bytes = 128;  // one word, case folded
+  size_t max_depth = 32;        // nesting of parentheses, NOT, '-' and title: (bounds the parser's
+                                // recursion, so a hostile query cannot overflow the stack)
 };
 
 // One word (words.size() == 1) or a phrase of consecutive words, each case folded.
