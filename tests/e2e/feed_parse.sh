@@ -53,6 +53,21 @@ if "$bin" parse "$tmp/j.json" >/dev/null 2>"$tmp/err"; then fail "bad json accep
 grep -q json_invalid "$tmp/err" || fail "json error not named"
 if "$bin" parse "$tmp/missing.xml" 2>"$tmp/err"; then fail "missing file accepted"; fi
 grep -q "cannot open" "$tmp/err" || fail "missing file message"
+# A directory is a file that cannot be read: exit 2 with a message, not a libstdc++ one.
+set +e; "$bin" parse "$tmp" >/dev/null 2>"$tmp/err"; st=$?; set -e
+[ "$st" -eq 2 ] || fail "directory: exit $st ($(cat "$tmp/err"))"
+grep -q "cannot open '$tmp': it is a directory" "$tmp/err" || fail "directory message: $(cat "$tmp/err")"
+# Over the 32 MiB cap: too_large before reading, so a 2 GB (sparse) file fits in 512 MB of
+# address space and a device that never ends stops at the cap. (ASan reserves terabytes of
+# address space for its shadow: no address-space limit there, the exit code still counts.)
+as_limit=524288
+grep -qa __asan_init "$bin" && as_limit=unlimited
+truncate -s 2G "$tmp/huge.xml"
+set +e; (ulimit -v $as_limit; "$bin" parse "$tmp/huge.xml" >/dev/null 2>"$tmp/err"); st=$?; set -e
+rm -f "$tmp/huge.xml"
+[ "$st" -eq 3 ] && grep -q "too_large" "$tmp/err" || fail "2 GB file: exit $st ($(head -c 300 "$tmp/err"))"
+set +e; (ulimit -v $as_limit; timeout 60 "$bin" parse /dev/zero >/dev/null 2>"$tmp/err"); st=$?; set -e
+[ "$st" -eq 3 ] && grep -q "too_large" "$tmp/err" || fail "/dev/zero: exit $st ($(head -c 300 "$tmp/err"))"
 
 # URL: fetched with net's HTTP client from a real server on loopback (python3 http.server,
 # started here on a free port and stopped by its pid); links resolve against the final URL.
