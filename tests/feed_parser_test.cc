@@ -464,6 +464,37 @@ TEST(feed_parse, max_entries_bounds_output) {
   o.max_entries = 7;
   ASSERT_EQ(p.parse(doc, o, f), parse_errc::ok);
   EXPECT_EQ(f.entries.size(), 7u);
+  // The cut is a named recovery with the number dropped, never silent.
+  EXPECT_TRUE(f.was_recovered(recovery::entries_dropped));
+  EXPECT_EQ(f.entries_dropped, 43u);
+  std::string json;
+  render_json(f, json);
+  EXPECT_NE(json.find("\"recovered\":[\"entries_dropped\"]"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"entries_dropped\":43"), std::string::npos) << json;
+
+  std::string atom = "<feed xmlns=\"http://www.w3.org/2005/Atom\"><title>a</title>";
+  for (int i = 0; i < 9; ++i) atom += "<entry><id>" + std::to_string(i) + "</id></entry>";
+  atom += "</feed>";
+  ASSERT_EQ(p.parse(atom, o, f), parse_errc::ok);
+  EXPECT_EQ(f.entries.size(), 7u);
+  EXPECT_EQ(f.entries_dropped, 2u);
+  EXPECT_TRUE(f.was_recovered(recovery::entries_dropped));
+
+  std::string jf = "{\"version\":\"https://jsonfeed.org/version/1.1\",\"items\":[";
+  for (int i = 0; i < 10; ++i)
+    jf += std::string(i ? "," : "") + "{\"id\":\"" + std::to_string(i) + "\"}";
+  jf += "]}";
+  ASSERT_EQ(p.parse(jf, o, f), parse_errc::ok);
+  EXPECT_EQ(f.entries.size(), 7u);
+  EXPECT_EQ(f.entries_dropped, 3u);
+  EXPECT_TRUE(f.was_recovered(recovery::entries_dropped));
+
+  // Exactly at the limit nothing is dropped, and the count does not leak into the next parse.
+  o.max_entries = 50;
+  ASSERT_EQ(p.parse(doc, o, f), parse_errc::ok);
+  EXPECT_EQ(f.entries.size(), 50u);
+  EXPECT_EQ(f.entries_dropped, 0u);
+  EXPECT_EQ(f.recovered, 0u);
 }
 
 TEST(feed_render, json_output_shape) {

@@ -177,7 +177,12 @@ struct parser::impl {
   void rss_item(pugi::xml_node it, bool rdf);
   void atom_feed(pugi::xml_node root, bool atom03);
   void atom_entry(pugi::xml_node n, bool atom03);
-  bool room() const { return pool.used() < opts->max_entries; }
+  // True while one more entry fits; otherwise counts the entry as dropped (a named recovery).
+  bool room() {
+    if (pool.used() < opts->max_entries) return true;
+    if (out->entries_dropped++ == 0) note(st, recovery::entries_dropped);
+    return false;
+  }
 };
 
 parser::parser() : impl_(std::make_unique<impl>()) {}
@@ -246,6 +251,7 @@ parse_errc parser::impl::run(std::string_view bytes, const parse_options& o, fee
   f.categories.clear();
   f.recovered = 0;
   f.recovery_events = 0;
+  f.entries_dropped = 0;
   st = {};
   scopes.clear();
   base_depth = 0;
@@ -972,7 +978,7 @@ parse_errc parser::impl::parse_json(std::string_view text_in) {
   if (root["items"].get_array().get(arr) != simdjson::SUCCESS) return parse_errc::ok;
   for (simdjson::dom::element item : arr) {
     if (!item.is_object()) continue;
-    if (!room()) break;
+    if (!room()) continue;  // counted, not kept
     entry& e = pool.add(*out);
     if (root.is_object()) {
       simdjson::dom::element id;

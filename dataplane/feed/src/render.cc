@@ -159,6 +159,8 @@ void render_json(const feed& f, std::string& out) {
   }
   out.append("],\"recovery_events\":");
   out.append(std::to_string(f.recovery_events));
+  out.append(",\"entries_dropped\":");
+  out.append(std::to_string(f.entries_dropped));
   out.push_back('}');
 }
 

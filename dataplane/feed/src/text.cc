@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "feedplane/base/ascii.h"
 #include "feedplane/feed/model.h"
 #include "feedplane/feed/text.h"
 
@@ -38,7 +39,7 @@ std::string_view recovery_name(int bit) {
   static constexpr std::string_view names[recovery_count] = {
       "control_chars_stripped", "bare_ampersand",         "html_entity",   "undefined_entity",
       "encoding_fallback",      "invalid_bytes_replaced", "malformed_xml", "truncated",
-      "leading_garbage",        "unparsed_date",          "bad_base64"};
+      "leading_garbage",        "unparsed_date",          "bad_base64",    "entries_dropped"};
   return bit >= 0 && bit < recovery_count ? names[bit] : std::string_view("unknown");
 }
 
@@ -344,7 +345,6 @@ bool resolve_html_urls(std::string_view html, std::string_view base, std::string
   bool changed = false;
   size_t copied = 0;  // html[0, copied) is already in out
   size_t i = 0;
-  auto lower = [](char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; };
   while (i < html.size()) {
     const size_t lt = html.find('<', i);
     if (lt == std::string_view::npos) break;
@@ -373,10 +373,7 @@ bool resolve_html_urls(std::string_view html, std::string_view base, std::string
         while (j < gt && !is_space(html[j])) ++j;
         v1 = j;
       }
-      const bool url_attr = (name.size() == 4 && lower(name[0]) == 'h' && lower(name[1]) == 'r' &&
-                             lower(name[2]) == 'e' && lower(name[3]) == 'f') ||
-                            (name.size() == 3 && lower(name[0]) == 's' && lower(name[1]) == 'r' &&
-                             lower(name[2]) == 'c');
+      const bool url_attr = base::ascii_iequals(name, "href") || base::ascii_iequals(name, "src");
       const std::string_view val = html.substr(v0, v1 - v0);
       if (url_attr && !val.empty() && !has_scheme(val) && val[0] != '#') {
         out.append(html.data() + copied, v0 - copied);

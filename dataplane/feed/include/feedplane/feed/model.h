@@ -27,8 +27,10 @@ enum class recovery : uint32_t {
   leading_garbage = 1u << 8,         // bytes before the first '<' or '{' skipped
   unparsed_date = 1u << 9,           // a date element that no known form matched: left absent
   bad_base64 = 1u << 10,             // base64 content that did not decode: kept as sent
+  entries_dropped = 1u << 11,        // more entries than parse_options::max_entries: the first
+                                     // ones kept, feed::entries_dropped counts the rest
 };
-inline constexpr int recovery_count = 11;
+inline constexpr int recovery_count = 12;
 
 // Name of recovery bit i (0 <= i < recovery_count), as printed in `recovered: [...]`.
 std::string_view recovery_name(int bit);
@@ -82,6 +84,7 @@ struct feed {
   std::vector<entry> entries;
   uint32_t recovered = 0;        // bits of `recovery`
   uint32_t recovery_events = 0;  // how many individual repairs were made
+  uint32_t entries_dropped = 0;  // entries past parse_options::max_entries, not in `entries`
 
   bool was_recovered(recovery r) const { return (recovered & static_cast<uint32_t>(r)) != 0; }
 };
