@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "feedplane/base/ascii.h"
 #include "feedplane/dataplane/config.h"
 #include "feedplane/net/http_client.h"
 #include "feedplane/net/http_response.h"
@@ -166,7 +167,7 @@ int run_fetch(const fetch_opts& o) {
   for (const auto& [n, v] : r.headers) {
     bool found = false;
     for (auto& m : merged) {
-      if (net::ascii_iequals(m.first, n)) {
+      if (base::ascii_iequals(m.first, n)) {
         m.second += ", " + v;
         found = true;
         break;

@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "feedplane/base/ascii.h"
 #include "feedplane/matcher/text.h"
 
 namespace feedplane::matcher {
@@ -103,14 +104,6 @@ size_t decode_entity(std::string_view s, std::string& out) {
   return 0;
 }
 
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if ((a[i] | 0x20) != (b[i] | 0x20)) return false;
-  }
-  return true;
-}
-
 // Tags that format a run of text without breaking it into separate words.
 bool is_inline_tag(std::string_view name) {
   static constexpr std::string_view k_inline[] = {
@@ -118,7 +111,7 @@ bool is_inline_tag(std::string_view name) {
       "em",     "font",   "i",   "ins", "kbd",  "mark", "q",    "s",    "samp", "small", "span",
       "strike", "strong", "sub", "sup", "time", "tt",   "u",    "var",  "wbr"};
   for (auto t : k_inline) {
-    if (iequals(name, t)) return true;
+    if (base::ascii_iequals(name, t)) return true;
   }
   return false;
 }
@@ -127,7 +120,7 @@ bool is_inline_tag(std::string_view name) {
 // close tag, case-insensitively. Returns the position after it, or s.size().
 size_t skip_raw_text(std::string_view s, size_t from, std::string_view name) {
   for (size_t i = from; (i = s.find("</", i)) != std::string_view::npos; i += 2) {
-    if (s.size() - i - 2 >= name.size() && iequals(s.substr(i + 2, name.size()), name)) {
+    if (base::ascii_istarts_with(s.substr(i + 2), name)) {
       const size_t gt = s.find('>', i);
       return gt == std::string_view::npos ? s.size() : gt + 1;
     }
@@ -200,7 +193,7 @@ void html_to_text(std::string_view s, std::string& out) {
       }
     }
     i = j < n ? j + 1 : n;
-    if (!closing && (iequals(name, "script") || iequals(name, "style"))) {
+    if (!closing && (base::ascii_iequals(name, "script") || base::ascii_iequals(name, "style"))) {
       i = skip_raw_text(s, i, name);
     }
     if (!is_inline_tag(name)) out.push_back(' ');

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <new>
 
-#include "feedplane/net/http_response.h"
+#include "feedplane/base/ascii.h"
 
 namespace feedplane::net {
 
@@ -37,7 +37,7 @@ bool content_decoder::needs_decoding(std::string_view ce) {
   while (!ce.empty()) {
     auto comma = ce.find(',');
     auto tok = trim_ows(ce.substr(0, comma));
-    if (!tok.empty() && !ascii_iequals(tok, "identity")) any = true;
+    if (!tok.empty() && !base::ascii_iequals(tok, "identity")) any = true;
     if (comma == std::string_view::npos) break;
     ce.remove_prefix(comma + 1);
   }
@@ -52,7 +52,7 @@ fetch_error content_decoder::decode(std::string_view ce, std::string_view in, ui
   while (!ce.empty()) {
     auto comma = ce.find(',');
     auto tok = trim_ows(ce.substr(0, comma));
-    if (!tok.empty() && !ascii_iequals(tok, "identity")) {
+    if (!tok.empty() && !base::ascii_iequals(tok, "identity")) {
       if (count == 4) return fetch_error::unsupported_content_encoding;
       codings[count++] = tok;
     }
@@ -70,9 +70,9 @@ fetch_error content_decoder::decode(std::string_view ce, std::string_view in, ui
   for (size_t k = count; k-- > 0;) {
     auto tok = codings[k];
     fetch_error e;
-    if (ascii_iequals(tok, "gzip") || ascii_iequals(tok, "x-gzip")) {
+    if (base::ascii_iequals(tok, "gzip") || base::ascii_iequals(tok, "x-gzip")) {
       e = gunzip(src, cap, out);
-    } else if (ascii_iequals(tok, "deflate")) {
+    } else if (base::ascii_iequals(tok, "deflate")) {
       e = inflate(src, cap, out);
     } else {
       return fetch_error::unsupported_content_encoding;

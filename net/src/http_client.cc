@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "feedplane/base/ascii.h"
 #include "feedplane/net/http_response.h"
 
 namespace feedplane::net {
@@ -681,7 +682,7 @@ void http_client::on_response(conn* c, bool reusable) {
   // Cache-Control is a list header that may come in several lines: join them.
   r.cache_control.clear();
   for (const auto& hd : hs) {
-    if (!ascii_iequals(hd.name, "cache-control")) continue;
+    if (!base::ascii_iequals(hd.name, "cache-control")) continue;
     if (!r.cache_control.empty()) r.cache_control += ", ";
     r.cache_control.append(hd.value);
   }

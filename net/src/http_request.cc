@@ -4,20 +4,14 @@
 #include <cstring>
 #include <ctime>
 
+#include "feedplane/base/ascii.h"
 #include "http_chars.h"
 
 namespace feedplane::net {
 
 namespace {
 
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    unsigned char x = static_cast<unsigned char>(a[i]), y = static_cast<unsigned char>(b[i]);
-    if (x != y && ((x | 0x20) != (y | 0x20) || (x | 0x20) < 'a' || (x | 0x20) > 'z')) return false;
-  }
-  return true;
-}
+using base::ascii_iequals;
 
 std::string_view trim_ows(std::string_view v) {
   while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
@@ -48,7 +42,7 @@ int hex_value(unsigned char c) {
 
 std::string_view http_request::header(std::string_view name) const {
   for (uint32_t i = 0; i < header_count; ++i) {
-    if (iequals(headers[i].name, name)) return headers[i].value;
+    if (ascii_iequals(headers[i].name, name)) return headers[i].value;
   }
   return {};
 }
@@ -223,28 +217,29 @@ parse_status request_parser::parse_head(std::string_view head, http_request& out
 
     switch (name.size()) {
       case 4:
-        if (iequals(name, "host")) {
+        if (ascii_iequals(name, "host")) {
           if (host_seen) return fail(400, "duplicate Host header");
           host_seen = true;
           out.host = value;
         }
         break;
       case 6:
-        if (iequals(name, "expect") && iequals(value, "100-continue")) out.expect_continue = true;
+        if (ascii_iequals(name, "expect") && ascii_iequals(value, "100-continue"))
+          out.expect_continue = true;
         break;
       case 10:
-        if (iequals(name, "connection")) {
+        if (ascii_iequals(name, "connection")) {
           for_each_token(value, [&](std::string_view tok) {
-            if (iequals(tok, "close")) conn_close = true;
-            if (iequals(tok, "keep-alive")) conn_keep = true;
+            if (ascii_iequals(tok, "close")) conn_close = true;
+            if (ascii_iequals(tok, "keep-alive")) conn_keep = true;
           });
         }
         break;
       case 13:
-        if (iequals(name, "if-none-match")) out.if_none_match = value;
+        if (ascii_iequals(name, "if-none-match")) out.if_none_match = value;
         break;
       case 14:
-        if (iequals(name, "content-length")) {
+        if (ascii_iequals(name, "content-length")) {
           if (value.empty()) return fail(400, "invalid Content-Length");
           uint64_t n = 0;
           for (char c : value) {
@@ -258,13 +253,13 @@ parse_status request_parser::parse_head(std::string_view head, http_request& out
         }
         break;
       case 15:
-        if (iequals(name, "accept-encoding")) out.accept_encoding = value;
+        if (ascii_iequals(name, "accept-encoding")) out.accept_encoding = value;
         break;
       case 17:
-        if (iequals(name, "transfer-encoding")) {
+        if (ascii_iequals(name, "transfer-encoding")) {
           // Only "chunked", alone: anything else could be read differently by a proxy.
           for_each_token(value, [&](std::string_view tok) {
-            if (iequals(tok, "chunked") && !out.chunked && !te_other) {
+            if (ascii_iequals(tok, "chunked") && !out.chunked && !te_other) {
               out.chunked = true;
             } else {
               te_other = true;
@@ -273,7 +268,7 @@ parse_status request_parser::parse_head(std::string_view head, http_request& out
           if (value.empty()) te_other = true;
           te_seen = true;
         }
-        if (iequals(name, "if-modified-since")) out.if_modified_since = value;
+        if (ascii_iequals(name, "if-modified-since")) out.if_modified_since = value;
         break;
       default:
         break;

@@ -3,16 +3,17 @@
 #include <algorithm>
 #include <cstring>
 
+#include "feedplane/base/ascii.h"
 #include "http_chars.h"
 
 namespace feedplane::net {
 
 namespace {
 
+using base::ascii_iequals;
+
 constexpr uint32_t k_max_chunk_line = 4096;  // size + extensions
 constexpr uint32_t k_max_interim = 32;
-
-inline char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; }
 
 std::string_view trim_ows(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -22,7 +23,7 @@ std::string_view trim_ows(std::string_view s) {
 
 int hex_value(char c) {
   if (c >= '0' && c <= '9') return c - '0';
-  c = lower(c);
+  c = base::ascii_lower(c);
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
   return -1;
 }
@@ -47,13 +48,6 @@ bool status_prefix_ok(std::string_view first) {
 }
 
 }  // namespace
-
-bool ascii_iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (lower(a[i]) != lower(b[i])) return false;
-  return true;
-}
 
 void response_parser::reset(bool no_body) {
   phase_ = phase::headers;

@@ -12,6 +12,8 @@
 #include <cstring>
 #include <ctime>
 
+#include "feedplane/base/ascii.h"
+
 namespace feedplane::net {
 
 namespace {
@@ -87,14 +89,6 @@ std::string_view trim(std::string_view v) {
   return v;
 }
 
-bool iequal(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if ((a[i] | 0x20) != (b[i] | 0x20)) return false;
-  }
-  return true;
-}
-
 // True if Accept-Encoding allows gzip (RFC 9110 12.5.3): "gzip", "x-gzip" or "*" with q > 0.
 bool accepts_gzip(std::string_view ae) {
   bool gzip = false, star = false, gzip_listed = false;
@@ -113,7 +107,7 @@ bool accepts_gzip(std::string_view ae) {
             !q.empty() && q[0] == '0' && q.find_first_of("123456789") == std::string_view::npos;
       }
     }
-    if (iequal(coding, "gzip") || iequal(coding, "x-gzip")) {
+    if (base::ascii_iequals(coding, "gzip") || base::ascii_iequals(coding, "x-gzip")) {
       gzip_listed = true;
       gzip = !q_zero;
     } else if (coding == "*") {

@@ -507,6 +507,7 @@ int64_t loop::next_timer_wait_ms() {
 int loop::run_once(bool wait) {
   refresh_now();
   expire_timers();
+  if (hook_fn_ != nullptr && hook_fn_(hook_ctx_)) wait = false;
   if (!eventfd_armed_ && !stopping()) arm_eventfd_read();
   if (buf_recycled_ > 0) {
     io_uring_buf_ring_advance(buf_ring_, buf_recycled_);

@@ -4,18 +4,14 @@
 
 #include <charconv>
 
+#include "feedplane/base/ascii.h"
+
 namespace feedplane::net {
 
 namespace {
 
-char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; }
-
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (lower(a[i]) != lower(b[i])) return false;
-  return true;
-}
+using base::ascii_iequals;
+using base::ascii_lower;
 
 // Appends `s` to `out`, percent-encoding bytes that may not appear raw in a request target.
 void append_target_bytes(std::string& out, std::string_view s) {
@@ -73,7 +69,7 @@ bool parse_authority(std::string_view auth, url& out) {
     out.ipv6_literal = false;
   }
   out.host.clear();
-  for (char c : host) out.host.push_back(lower(c));
+  for (char c : host) out.host.push_back(ascii_lower(c));
   if (!out.ipv6_literal && !valid_reg_name(out.host)) return false;
   if (out.ipv6_literal && out.host.empty()) return false;
   out.port = out.https ? 443 : 80;
@@ -161,9 +157,9 @@ bool parse_url(std::string_view text, url& out, bool* unsupported_scheme) {
     if (!ok) return false;
   }
   url u;
-  if (iequals(scheme, "https")) {
+  if (ascii_iequals(scheme, "https")) {
     u.https = true;
-  } else if (!iequals(scheme, "http")) {
+  } else if (!ascii_iequals(scheme, "http")) {
     if (unsupported_scheme) *unsupported_scheme = true;
     return false;
   }

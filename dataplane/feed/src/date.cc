@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "feedplane/base/ascii.h"
 #include "feedplane/feed/text.h"
 
 namespace feedplane::feed {
@@ -10,15 +11,8 @@ namespace {
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; }
-
-// Inlined: the name tables below call it in loops, where the size test rejects at once.
-[[gnu::always_inline]] inline bool ieq(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (lower(a[i]) != lower(b[i])) return false;
-  return true;
-}
+using base::ascii_iequals;
+using base::ascii_lower;
 
 // Days since 1970-01-01 of a proleptic Gregorian date (era-based civil calendar arithmetic).
 constexpr int64_t days_from_civil(int64_t y, unsigned m, unsigned d) {
@@ -79,9 +73,9 @@ int month_from_name(std::string_view w) {
                                               "may",       "june",     "july",     "august",
                                               "september", "october",  "november", "december"};
   for (int i = 0; i < 12; ++i) {
-    if (ieq(w, names[i]) || ieq(w, full[i])) return i + 1;
+    if (ascii_iequals(w, names[i]) || ascii_iequals(w, full[i])) return i + 1;
   }
-  if (ieq(w, "sept")) return 9;
+  if (ascii_iequals(w, "sept")) return 9;
   return 0;
 }
 
@@ -90,8 +84,9 @@ bool is_day_name(std::string_view w) {
   static constexpr std::string_view full[] = {"monday", "tuesday",  "wednesday", "thursday",
                                               "friday", "saturday", "sunday"};
   for (int i = 0; i < 7; ++i)
-    if (ieq(w, names[i]) || ieq(w, full[i])) return true;
-  return ieq(w, "tues") || ieq(w, "thur") || ieq(w, "thurs") || ieq(w, "weds");
+    if (ascii_iequals(w, names[i]) || ascii_iequals(w, full[i])) return true;
+  return ascii_iequals(w, "tues") || ascii_iequals(w, "thur") || ascii_iequals(w, "thurs") ||
+         ascii_iequals(w, "weds");
 }
 
 // Zone abbreviations seen in feeds (RFC 822's plus common ones); *off in seconds.
@@ -109,7 +104,7 @@ bool zone_from_name(std::string_view w, int* off) {
       {"aest", 1000}, {"aedt", 1100}, {"acst", 930},  {"awst", 800}, {"nzst", 1200}, {"nzdt", 1300},
   };
   for (const auto& z : zones) {
-    if (ieq(w, z.name)) {
+    if (ascii_iequals(w, z.name)) {
       *off = (z.hours_x100 / 100) * 3600 + (z.hours_x100 % 100) * 60;
       return true;
     }
@@ -238,7 +233,9 @@ bool parse_tokens(std::string_view s, int64_t* out) {
         if (j + 1 < s.size() && is_alpha(s[j]) && is_alpha(s[j + 1]) &&
             (j + 2 >= s.size() || !is_alpha(s[j + 2]))) {
           const std::string_view sfx = s.substr(j, 2);
-          if (ieq(sfx, "st") || ieq(sfx, "nd") || ieq(sfx, "rd") || ieq(sfx, "th")) j += 2;
+          if (ascii_iequals(sfx, "st") || ascii_iequals(sfx, "nd") || ascii_iequals(sfx, "rd") ||
+              ascii_iequals(sfx, "th"))
+            j += 2;
         }
       }
       i = j;
@@ -255,8 +252,8 @@ bool parse_tokens(std::string_view s, int64_t* out) {
         f.month = m;
       } else if (is_day_name(w) || (i == 0 && j < s.size() && s[j] == ',')) {
         // A weekday: skipped. A leading "word," is one in whatever language ("mer, 16 nov").
-      } else if (ieq(w, "am") || ieq(w, "pm")) {
-        pm = ieq(w, "pm") ? 1 : 0;
+      } else if (ascii_iequals(w, "am") || ascii_iequals(w, "pm")) {
+        pm = ascii_iequals(w, "pm") ? 1 : 0;
       } else if (!have_zone && zone_from_name(w, &off)) {
         f.offset = off;
         have_zone = true;
@@ -326,7 +323,7 @@ bool parse_rfc1123_fast(std::string_view s, int64_t* out) {
   const int day_digits = (i + 1 < s.size() && is_digit(s[i + 1])) ? 2 : 1;
   if (!num(day_digits, &f.day) || !lit(' ') || i + 4 > s.size()) return false;
   static constexpr std::string_view months = "janfebmaraprmayjunjulaugsepoctnovdec";
-  const char m3[3] = {lower(s[i]), lower(s[i + 1]), lower(s[i + 2])};
+  const char m3[3] = {ascii_lower(s[i]), ascii_lower(s[i + 1]), ascii_lower(s[i + 2])};
   const size_t pos = months.find(std::string_view(m3, 3));
   if (pos == std::string_view::npos || pos % 3 != 0) return false;
   f.month = static_cast<int>(pos / 3) + 1;

@@ -9,6 +9,7 @@
 
 #include <simdjson.h>
 
+#include "feedplane/base/ascii.h"
 #include "internal.h"
 
 namespace feedplane::feed::detail {
@@ -19,25 +20,11 @@ bool iconv_failed(iconv_t cd) { return reinterpret_cast<intptr_t>(cd) == -1; }
 
 bool simdjson_validate(std::string_view s) { return simdjson::validate_utf8(s.data(), s.size()); }
 
-char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; }
-
-bool ieq(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (lower(a[i]) != lower(b[i])) return false;
-  return true;
-}
-
-size_t ifind(std::string_view hay, std::string_view needle) {
-  if (needle.size() > hay.size()) return std::string_view::npos;
-  for (size_t i = 0; i + needle.size() <= hay.size(); ++i)
-    if (ieq(hay.substr(i, needle.size()), needle)) return i;
-  return std::string_view::npos;
-}
+using base::ascii_iequals;
 
 // The charset parameter of a Content-Type ("text/xml; charset=ISO-8859-1").
 std::string_view http_charset(std::string_view ct) {
-  const size_t p = ifind(ct, "charset=");
+  const size_t p = base::ascii_ifind(ct, "charset=");
   if (p == std::string_view::npos) return {};
   std::string_view v = ct.substr(p + 8);
   if (!v.empty() && (v[0] == '"' || v[0] == '\'')) {
@@ -70,13 +57,14 @@ std::string_view xml_decl_encoding(std::string_view s) {
 }
 
 bool is_utf8_name(std::string_view e) {
-  return ieq(e, "utf-8") || ieq(e, "utf8") || ieq(e, "us-ascii") || ieq(e, "ascii") ||
-         ieq(e, "unicode-1-1-utf-8");
+  return ascii_iequals(e, "utf-8") || ascii_iequals(e, "utf8") || ascii_iequals(e, "us-ascii") ||
+         ascii_iequals(e, "ascii") || ascii_iequals(e, "unicode-1-1-utf-8");
 }
 bool is_latin1_name(std::string_view e) {
-  return ieq(e, "iso-8859-1") || ieq(e, "iso8859-1") || ieq(e, "latin1") || ieq(e, "latin-1") ||
-         ieq(e, "windows-1252") || ieq(e, "cp1252") || ieq(e, "l1") || ieq(e, "iso_8859-1") ||
-         ieq(e, "x-cp1252");
+  return ascii_iequals(e, "iso-8859-1") || ascii_iequals(e, "iso8859-1") ||
+         ascii_iequals(e, "latin1") || ascii_iequals(e, "latin-1") ||
+         ascii_iequals(e, "windows-1252") || ascii_iequals(e, "cp1252") || ascii_iequals(e, "l1") ||
+         ascii_iequals(e, "iso_8859-1") || ascii_iequals(e, "x-cp1252");
 }
 
 // Length of the valid UTF-8 sequence at s[i], or 0 when the bytes there are not one.
@@ -215,7 +203,7 @@ transcoder::~transcoder() {
 
 bool transcoder::iconv_to_utf8(std::string_view enc, std::string_view in, std::string& out,
                                decode_stats& st) {
-  if (cd_ == nullptr || !ieq(cd_name_, enc)) {
+  if (cd_ == nullptr || !ascii_iequals(cd_name_, enc)) {
     if (cd_ != nullptr) iconv_close(cd_);
     cd_name_.assign(enc);
     cd_ = iconv_open("UTF-8", cd_name_.c_str());
@@ -226,10 +214,10 @@ bool transcoder::iconv_to_utf8(std::string_view enc, std::string_view in, std::s
   } else {
     iconv(cd_, nullptr, nullptr, nullptr, nullptr);  // reset shift state
   }
-  const bool wide = ifind(enc, "16") != std::string_view::npos ||
-                    ifind(enc, "32") != std::string_view::npos ||
-                    ifind(enc, "ucs") != std::string_view::npos;
-  const size_t unit = ifind(enc, "32") != std::string_view::npos ? 4 : (wide ? 2 : 1);
+  const bool wide = base::ascii_ifind(enc, "16") != std::string_view::npos ||
+                    base::ascii_ifind(enc, "32") != std::string_view::npos ||
+                    base::ascii_ifind(enc, "ucs") != std::string_view::npos;
+  const size_t unit = base::ascii_ifind(enc, "32") != std::string_view::npos ? 4 : (wide ? 2 : 1);
   char* src = const_cast<char*>(in.data());
   size_t src_left = in.size();
   size_t used = out.size();
@@ -303,9 +291,9 @@ parse_errc transcoder::to_utf8(std::string_view in, std::string_view content_typ
         simdjson_validate(in))
       enc = "utf-8";
     // A UTF-16 label on bytes without a BOM or NULs is a lie (the bytes are ASCII-based).
-    if (ifind(enc, "utf-16") != std::string_view::npos ||
-        ifind(enc, "utf-32") != std::string_view::npos ||
-        ifind(enc, "ucs") != std::string_view::npos)
+    if (base::ascii_ifind(enc, "utf-16") != std::string_view::npos ||
+        base::ascii_ifind(enc, "utf-32") != std::string_view::npos ||
+        base::ascii_ifind(enc, "ucs") != std::string_view::npos)
       enc = "utf-8";
   }
   if (enc.empty() || is_utf8_name(enc)) {

@@ -8,6 +8,7 @@
 
 #include <cstring>
 
+#include "feedplane/base/ascii.h"
 #include "internal.h"
 
 namespace feedplane::feed {
@@ -57,7 +58,7 @@ enum class ns : uint8_t {
   other
 };
 
-bool ieq(std::string_view a, std::string_view b);
+using base::ascii_iequals;
 
 ns ns_from_uri(std::string_view u) {
   if (u == "http://www.w3.org/2005/Atom") return ns::atom10;
@@ -72,7 +73,7 @@ ns ns_from_uri(std::string_view u) {
   if (u == "http://purl.org/rss/1.0/modules/content/") return ns::content;
   if (u == "http://www.w3.org/1999/xhtml") return ns::xhtml;
   if (u == "http://search.yahoo.com/mrss/" || u == "http://search.yahoo.com/mrss") return ns::media;
-  if (ieq(u, "http://www.itunes.com/dtds/podcast-1.0.dtd")) return ns::itunes;
+  if (ascii_iequals(u, "http://www.itunes.com/dtds/podcast-1.0.dtd")) return ns::itunes;
   return ns::other;
 }
 
@@ -96,17 +97,6 @@ struct string_writer final : pugi::xml_writer {
     out->append(static_cast<const char*>(data), size);
   }
 };
-
-bool ieq(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    char x = a[i], y = b[i];
-    if (x >= 'A' && x <= 'Z') x = static_cast<char>(x + 32);
-    if (y >= 'A' && y <= 'Z') y = static_cast<char>(y + 32);
-    if (x != y) return false;
-  }
-  return true;
-}
 
 }  // namespace
 
@@ -354,7 +344,7 @@ parse_errc parser::impl::parse_xml(std::string_view bytes) {
     out->format = feed_format::atom;
     out->version = rns == ns::atom03 ? "0.3" : "1.0";
     atom_entry(root, rns == ns::atom03);
-  } else if (ieq(local, "html")) {
+  } else if (ascii_iequals(local, "html")) {
     rc = parse_errc::html_not_feed;
   } else {
     rc = parse_errc::unknown_format;
@@ -597,7 +587,7 @@ void parser::impl::rss_item(pugi::xml_node it, bool rdf) {
       } else if (l == "guid") {
         text(c, e.id);
         attr(c, "isPermaLink", scratch);
-        e.id_is_permalink = !e.id.empty() && !ieq(scratch, "false");
+        e.id_is_permalink = !e.id.empty() && !ascii_iequals(scratch, "false");
       } else if (l == "pubDate") {
         date(c, &e.published, &e.has_published);
       } else if (l == "author") {

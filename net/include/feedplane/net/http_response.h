@@ -110,7 +110,4 @@ class response_parser {
   uint64_t wire_bytes_ = 0;
 };
 
-// ASCII case-insensitive comparison, for header names and tokens.
-bool ascii_iequals(std::string_view a, std::string_view b);
-
 }  // namespace feedplane::net

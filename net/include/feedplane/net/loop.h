@@ -187,6 +187,16 @@ class loop {
   // For tests: force the eventfd path even if MSG_RING exists.
   void disable_msg_ring() { has_msg_ring_ = false; }
 
+  // ---- the turn hook ----
+  // fn(ctx) runs once per turn: after the due timers fired (and after the completions of
+  // the previous turn), before the wait. It flushes what the turn staged (a shard's ring
+  // batches, a timer's included) before the thread sleeps. It returns true when it left
+  // work pending: that turn then polls instead of blocking.
+  void set_turn_hook(bool (*fn)(void* ctx), void* ctx) {
+    hook_fn_ = fn;
+    hook_ctx_ = ctx;
+  }
+
   // ---- running ----
   // Runs until stop() or request_stop(). Returns 0, or -errno on a fatal ring error.
   int run();
@@ -259,6 +269,8 @@ class loop {
   bool eventfd_armed_ = false;
   void (*wake_fn_)(void*) = nullptr;
   void* wake_ctx_ = nullptr;
+  bool (*hook_fn_)(void*) = nullptr;
+  void* hook_ctx_ = nullptr;
 
   // Timer wheel: wheel_[i] is the sentinel of a circular list of timers whose deadline
   // tick % wheel_slots == i.

@@ -34,8 +34,8 @@ class task {
   virtual void run(shard& target) = 0;
   virtual void done(shard& origin) = 0;
 
-  uint32_t origin = 0;  // set by shard::send
-  uint32_t target = 0;
+  uint32_t from = 0;       // origin shard, set by shard::send
+  uint32_t to = 0;         // target shard
   bool returning = false;  // false on the way there, true on the way back
 };
 using task_ptr = std::unique_ptr<task>;
@@ -73,7 +73,7 @@ struct store_write {
 
   std::vector<store_op> ops;
   std::vector<article_ref> articles;
-  uint32_t origin = 0;  // set by shard::write
+  uint32_t origin_shard = 0;  // set by shard::write
   // Filled by the store before it sends the write back.
   int32_t status = 0;      // 0, or a store error (store.h: store_errc)
   uint64_t first_seq = 0;  // sequence of articles[0] (the rest follow densely)

@@ -1,0 +1,40 @@
+// ASCII-only case folding for protocol and markup names: HTTP field names and tokens, URL
+// schemes and hosts, charset names, tag names, date words. Locale-free (unlike <cctype>),
+// and inline so the parsing loops that call them keep them in registers.
+#pragma once
+
+#include <cstddef>
+#include <string_view>
+
+namespace feedplane::base {
+
+// c with 'A'..'Z' mapped to 'a'..'z'; every other byte (bytes >= 0x80 included) unchanged.
+constexpr char ascii_lower(char c) {
+  return c >= 'A' && c <= 'Z' ? static_cast<char>(c + ('a' - 'A')) : c;
+}
+
+// True when a and b are equal but for the case of ASCII letters. Always inlined: header and
+// date-word tables call it in chains where the size test rejects at once.
+[[gnu::always_inline]] constexpr bool ascii_iequals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    // Equal bytes, the common case, skip the folding.
+    if (a[i] != b[i] && ascii_lower(a[i]) != ascii_lower(b[i])) return false;
+  }
+  return true;
+}
+
+// True when s starts with prefix but for the case of ASCII letters.
+constexpr bool ascii_istarts_with(std::string_view s, std::string_view prefix) {
+  return s.size() >= prefix.size() && ascii_iequals(s.substr(0, prefix.size()), prefix);
+}
+
+// Index of the first occurrence of needle in hay ignoring ASCII case, or npos.
+constexpr size_t ascii_ifind(std::string_view hay, std::string_view needle) {
+  for (size_t i = 0; i + needle.size() <= hay.size(); ++i) {
+    if (ascii_istarts_with(hay.substr(i), needle)) return i;
+  }
+  return std::string_view::npos;
+}
+
+}  // namespace feedplane::base

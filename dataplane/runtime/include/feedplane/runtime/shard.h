@@ -1,0 +1,184 @@
+// The shard: one pinned thread that owns an io_uring loop and, through it, everything the
+// shard serves; joined to every other shard and to the store thread by the mesh's
+// bounded SPSC rings (messages.h says what travels on each and who owns it).
+//
+// Each loop turn (net::loop's turn hook, after timers and before the wait) the shard:
+//   1. drains its inbound rings in a fixed order, a bounded batch from each: control from
+//      every peer first (replies never wait behind articles), then store events, then
+//      articles. Draining never needs space in another ring: a task returning to its
+//      origin always fits (below), and articles and events are consumed unconditionally.
+//   2. publishes every outbound ring it staged into this turn (one release store per ring)
+//      and wakes each consumer that may be asleep (sleeper.h), once per flush;
+//   3. goes to sleep only when a seq_cst re-check finds every inbound ring empty.
+//
+// Backpressure: a shard has at most `max_outstanding` tasks out at each peer; the control
+// ring of a pair holds twice that, so both the peer's own requests and its replies to ours
+// always fit and a reply never waits. send() refuses beyond the limit, write() refuses
+// when the write ring is full: the caller pauses its source of work (the API answers 503
+// with Retry-After, the crawler stops starting fetches) and retries when space returns;
+// nothing is dropped, nothing grows without bound. Refusals are counted as stalls.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "feedplane/net/loop.h"
+#include "feedplane/runtime/messages.h"
+#include "feedplane/runtime/metrics.h"
+#include "feedplane/runtime/sleeper.h"
+
+namespace feedplane::runtime {
+
+// Debug builds: an object owned by one thread checks every use is on that thread
+// (Redpanda's oncore). Release builds: empty, no cost.
+class owner_check {
+ public:
+#ifndef NDEBUG
+  void bind() { owner_ = std::this_thread::get_id(); }
+  void check() const {
+    if (owner_ != std::thread::id() && owner_ != std::this_thread::get_id()) fail();
+  }
+
+ private:
+  [[noreturn]] static void fail();
+  std::thread::id owner_;
+#else
+  void bind() {}
+  void check() const {}
+#endif
+};
+
+struct mesh_options {
+  uint32_t max_outstanding = 512;  // tasks in flight from one shard to one peer
+  uint32_t write_ring = 1024;      // shard -> store
+  uint32_t event_ring = 2048;      // store -> shard (acks and start-up records)
+  uint32_t article_ring = 4096;    // store -> shard
+  uint32_t batch = 256;            // items drained from one ring per turn
+};
+
+class shard;
+
+// Every ring and sleeper of a process, created before any thread starts and destroyed
+// after all have stopped. Loops register as their shards start.
+class mesh {
+ public:
+  mesh(uint32_t shards, const mesh_options& opt);
+  ~mesh();
+  mesh(const mesh&) = delete;
+  mesh& operator=(const mesh&) = delete;
+
+  uint32_t size() const { return n_; }
+  const mesh_options& options() const { return opt_; }
+  control_ring& control(uint32_t from, uint32_t to) { return *control_[from * n_ + to]; }
+  write_ring& writes(uint32_t s) { return *writes_[s]; }
+  event_ring& events(uint32_t s) { return *events_[s]; }
+  article_ring& articles(uint32_t s) { return *articles_[s]; }
+  sleeper& shard_sleeper(uint32_t s) { return *sleepers_[s]; }
+
+  // The shard's loop, once it runs (any thread: acquire pairs with set_loop's release).
+  net::loop* loop(uint32_t s) const { return loops_[s].load(std::memory_order_acquire); }
+  void set_loop(uint32_t s, net::loop* l) { loops_[s].store(l, std::memory_order_release); }
+
+  // The store thread's notification, called by a shard after it published writes. The
+  // store does its own sleeper check. Null until a store is attached (writes then wait).
+  void set_store_notify(void (*fn)(void*), void* ctx) {
+    store_notify_ = fn;
+    store_ctx_ = ctx;
+  }
+  void notify_store() const {
+    if (store_notify_ != nullptr) store_notify_(store_ctx_);
+  }
+  // Wakes shard s from any thread if it may be asleep (the store's side of the protocol).
+  void wake_shard(uint32_t s);
+
+ private:
+  uint32_t n_;
+  mesh_options opt_;
+  std::vector<std::unique_ptr<control_ring>> control_;
+  std::vector<std::unique_ptr<write_ring>> writes_;
+  std::vector<std::unique_ptr<event_ring>> events_;
+  std::vector<std::unique_ptr<article_ring>> articles_;
+  std::vector<std::unique_ptr<sleeper>> sleepers_;
+  std::unique_ptr<std::atomic<net::loop*>[]> loops_;
+  void (*store_notify_)(void*) = nullptr;
+  void* store_ctx_ = nullptr;
+};
+
+// What a shard's components receive from the store. All run on the shard's thread.
+class shard_listener {
+ public:
+  virtual ~shard_listener() = default;
+  // A sequenced article (in sequence order). Keep the reference only as long as needed.
+  virtual void on_article(shard& s, const article_ref& a) = 0;
+  // A start-up record this shard owns.
+  virtual void on_record(shard& s, kind k, std::string_view key, std::string_view value) = 0;
+  // Start-up streaming is over.
+  virtual void on_streamed(shard& s) = 0;
+};
+
+class shard {
+ public:
+  // Call on the shard's own thread, after its loop was created there.
+  shard(mesh& m, uint32_t index, net::loop& l);
+  ~shard();
+  shard(const shard&) = delete;
+  shard& operator=(const shard&) = delete;
+
+  uint32_t index() const { return index_; }
+  uint32_t count() const { return mesh_.size(); }
+  net::loop& loop() { return loop_; }
+  metrics_registry& metrics() { return metrics_; }
+  mesh& peers() { return mesh_; }
+  void check_owner() const { owner_.check(); }
+
+  // ---- cross-shard tasks ----
+  // Sends t to run on `target` (target == index() runs it here, now). False, and t is
+  // left with the caller, when the pair is at its outstanding limit: backpressure.
+  bool send(uint32_t target, task_ptr& t);
+  bool can_send(uint32_t target) const;
+
+  // ---- the store ----
+  // Queues a durable write. False, w left with the caller, when the write ring is full.
+  bool write(write_ptr& w);
+  bool can_write();
+  bool store_streamed() const { return streamed_; }
+
+  void set_listener(shard_listener* l) { listener_ = l; }
+
+  // The loop's turn hook (installed by the constructor): drain, flush, sleep or not.
+  bool turn();
+
+ private:
+  static bool turn_hook(void* self) { return static_cast<shard*>(self)->turn(); }
+  void flush();
+  bool inbound_pending();
+
+  mesh& mesh_;
+  uint32_t index_;
+  net::loop& loop_;
+  owner_check owner_;
+  metrics_registry metrics_;
+  shard_listener* listener_ = nullptr;
+  std::vector<uint32_t> outstanding_;  // tasks out at each peer (origin side)
+  std::vector<uint8_t> dirty_;         // control rings staged into this turn
+  bool writes_dirty_ = false;
+  bool streamed_ = false;
+
+  // Metrics (owner thread).
+  counter* turns_;
+  counter* tasks_run_;
+  counter* stall_send_;
+  counter* stall_write_;
+  counter* wakes_sent_;
+  counter* articles_in_;
+  gauge* occupancy_control_;
+  gauge* occupancy_articles_;
+  gauge* occupancy_events_;
+  gauge* outstanding_gauge_;
+};
+
+}  // namespace feedplane::runtime
