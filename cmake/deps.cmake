@@ -40,11 +40,19 @@ endif()
 # Huge pages for the heap where the allocator supports it (see the file).
 target_sources(feedplane_allocator INTERFACE ${CMAKE_SOURCE_DIR}/dataplane/src/allocator_setup.cc)
 
-# feedplane_fuzz_target(name source libs...): a libFuzzer binary when FEEDPLANE_FUZZ is on.
+# feedplane_fuzz_target(name source MAX_LEN bytes libs...): a libFuzzer binary when
+# FEEDPLANE_FUZZ is on. MAX_LEN is the longest input scripts/fuzz lets libFuzzer try (its
+# default of 4096 cannot reach most parsers' limits); it is written beside the binary as
+# name.max_len.
 function(feedplane_fuzz_target name source)
+  cmake_parse_arguments(F "" "MAX_LEN" "" ${ARGN})
+  if(NOT F_MAX_LEN)
+    message(FATAL_ERROR "feedplane_fuzz_target(${name}): say MAX_LEN, long enough to reach the parser's limits")
+  endif()
   if(FEEDPLANE_FUZZ)
     add_executable(${name} ${source})
-    target_link_libraries(${name} PRIVATE ${ARGN})
+    target_link_libraries(${name} PRIVATE ${F_UNPARSED_ARGUMENTS})
     target_link_options(${name} PRIVATE -fsanitize=fuzzer)
+    file(GENERATE OUTPUT $<TARGET_FILE_DIR:${name}>/${name}.max_len CONTENT "${F_MAX_LEN}\n")
   endif()
 endfunction()
