@@ -1,0 +1,172 @@
+// The store thread: RocksDB group commit, the article sequencer, start-up streaming.
+//
+// One thread owns the database for writing. Each shard has a port: its write ring in,
+// its event ring and article ring out. The thread drains every write ring round robin
+// into one group, applies the whole group (every op of every write, each article under
+// the next sequence number, and the next sequence itself in kind::meta) as one WriteBatch
+// with one synced write, and only after that write returns sends each write back to its
+// shard as the ack and broadcasts the group's articles, in sequence order, to every shard.
+// A full event or article ring stops it (it waits for space, it never drops), so it stops
+// draining write rings: that is the backpressure that reaches the crawlers.
+//
+// A failed write or sync puts the store in the failed state for good (until restart):
+// that group and every later write come back with a non-zero status, nothing is
+// sequenced or broadcast again, the reason is in stats(), reads keep working.
+//
+// Threads: open/start/stop on the owner (the main thread); notify() on a shard after it
+// publishes to its write ring; stats(), queue_depth(), get(), read_article() on any
+// thread; everything else on the store's own thread.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "feedplane/runtime/messages.h"
+#include "feedplane/runtime/sleeper.h"
+
+namespace rocksdb {
+class FileSystem;
+}
+
+namespace feedplane::store {
+
+// store_write::status values. Stays 0 for a durable write.
+enum class store_errc : int32_t {
+  ok = 0,
+  failed,        // refused: the store failed earlier and acknowledges nothing until restart
+  write_failed,  // this write's group failed to write or sync (the store is now failed)
+  bad_write,     // an op of a kind shards may not write (meta, articles), or a null article
+  stopped,       // the store stopped before this write was applied
+};
+std::string_view store_errc_name(store_errc e);
+std::string_view store_errc_message(store_errc e);
+
+// The on-disk format this binary writes; open() refuses a newer one.
+inline constexpr uint32_t store_format_version = 1;
+
+struct store_options {
+  std::string dir;  // created if missing
+  // At most this many writes per group (one synced write), and per ring per round robin
+  // pass, so one busy shard cannot starve the others within a group.
+  uint32_t max_group = 8192;
+  uint32_t max_per_ring = 1024;
+  // null: RocksDB's default file system. Tests pass a fault_fs (fault_fs.h).
+  std::shared_ptr<rocksdb::FileSystem> fs;
+  // At start, after the records and before `streamed`, broadcast the stored articles with
+  // sequence >= replay_from on every article ring, in order (0: none). A shard restoring
+  // a snapshot taken at N asks for N + 1.
+  uint64_t replay_from = 0;
+};
+
+// One shard's ends of its rings with the store. The store is their only producer (event,
+// article) or consumer (write).
+struct store_port {
+  runtime::write_ring* in = nullptr;
+  runtime::event_ring* events = nullptr;
+  runtime::article_ring* articles = nullptr;
+  // The shard's sleeper: after publishing, the store calls wake(wake_ctx) only when
+  // consumer->must_wake() says the shard may be asleep. Without a sleeper, wake is called
+  // after every publish; without wake, the shard is expected to poll.
+  runtime::sleeper* consumer = nullptr;
+  void (*wake)(void* ctx) = nullptr;
+  void* wake_ctx = nullptr;
+};
+
+// Which shard owns a streamed record: the index of its port. Called on the store thread
+// during start-up only.
+using owner_fn = std::function<uint32_t(runtime::kind k, std::string_view key)>;
+
+// Power-of-two histogram: bucket i counts values v with bit_width(v) == i, i.e. bucket 0
+// holds 0 and bucket i >= 1 holds [2^(i-1), 2^i - 1] (Prometheus le="2^i - 1").
+inline constexpr size_t histogram_buckets = 32;
+struct histogram {
+  std::array<std::atomic<uint64_t>, histogram_buckets> buckets{};
+  std::atomic<uint64_t> sum{0};
+  std::atomic<uint64_t> count{0};
+  std::atomic<uint64_t> max{0};
+  void add(uint64_t v);  // store thread only (single writer: relaxed load + store)
+  static uint64_t upper_bound(size_t bucket) { return (uint64_t{1} << bucket) - 1; }
+};
+
+// Written by the store thread only, readable from any thread: every field is a relaxed
+// atomic, a gauge or counter on its own (no invariant holds across two fields).
+struct store_stats {
+  std::atomic<uint64_t> writes_acked{0};    // writes sent back with status 0 (durable)
+  std::atomic<uint64_t> writes_refused{0};  // writes sent back with a non-zero status
+  std::atomic<uint64_t> ops_written{0};     // store_ops applied
+  std::atomic<uint64_t> articles_sequenced{0};
+  std::atomic<uint64_t> groups{0};            // synced writes
+  histogram group_writes;                     // writes per group
+  histogram fsync_us;                         // duration of each synced Write, microseconds
+  std::atomic<uint64_t> ring_full_waits{0};   // times an event/article ring was full
+  std::atomic<uint64_t> sleeps{0};            // times the store thread went to sleep
+  std::atomic<uint64_t> records_streamed{0};  // start-up records sent to shards
+  std::atomic<uint64_t> articles_replayed{0};
+  std::atomic<bool> streamed{false};  // start-up streaming done (for /readyz)
+  std::atomic<uint64_t> next_seq{1};  // the sequence the next article gets
+  // failed: set once, with release, after failed_reason is written; a reader that sees
+  // true (acquire) may read failed_reason (store::failed_reason() does both).
+  std::atomic<bool> failed{false};
+  std::string failed_reason;
+};
+
+class store {
+ public:
+  // Opens (creating if needed) the database in opt.dir with one column family per kind,
+  // checks and writes the format version. ports[i] belongs to shard i; owner() must return
+  // an index into ports. Returns null and sets *error on failure.
+  static std::unique_ptr<store> open(const store_options& opt, std::vector<store_port> ports,
+                                     owner_fn owner, std::string* error);
+  ~store();  // stop(), then closes the database
+  store(const store&) = delete;
+  store& operator=(const store&) = delete;
+
+  // Starts the thread: it streams start-up records (then `streamed`) and then commits
+  // writes until stop().
+  void start();
+  // Ends the thread after the group in progress (its acks are delivered if the rings
+  // take them; once stopping, a full ring is given up on and the rest is destroyed).
+  // Writes still in the write rings are left there (not applied, never acknowledged).
+  // Stop the shards' producers first. Idempotent.
+  void stop();
+
+  // Shard thread, after publishing to its write ring: wakes the store thread if it may be
+  // asleep (the seq_cst fence in must_wake pairs with the store's sleeper::prepare).
+  void notify() {
+    if (sleeper_.must_wake()) wake_store();
+  }
+
+  const store_stats& stats() const { return stats_; }
+  // null while not failed, else why (stable for the store's lifetime).
+  const char* failed_reason() const {
+    // acquire: pairs with the release store of stats_.failed after the reason is written.
+    return stats_.failed.load(std::memory_order_acquire) ? stats_.failed_reason.c_str() : nullptr;
+  }
+  // Writes waiting in all write rings now (sum of occupancy; a gauge).
+  uint64_t queue_depth() const;
+
+  // Reads, from any thread (RocksDB reads are thread-safe and see every acknowledged
+  // write). False when absent or on error (then *error is set, else cleared).
+  bool get(runtime::kind k, std::string_view key, std::string* value, std::string* error) const;
+  // The article with sequence seq, decoded; empty when absent or unreadable (see *error).
+  runtime::article_ref read_article(uint64_t seq, std::string* error) const;
+  // Raw record of the article with sequence seq (as article::record()).
+  bool read_article_record(uint64_t seq, std::string* record, std::string* error) const;
+
+ private:
+  struct impl;
+  explicit store(std::unique_ptr<impl> p);
+  void wake_store();
+
+  store_stats stats_;
+  runtime::sleeper sleeper_;  // the store thread's: word() is its futex
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace feedplane::store

@@ -1,0 +1,546 @@
+#include "feedplane/store/store.h"
+
+#include <rocksdb/db.h>
+#include <rocksdb/env.h>
+#include <rocksdb/file_system.h>
+#include <rocksdb/options.h>
+#include <rocksdb/write_batch.h>
+
+#include <bit>
+#include <chrono>
+#include <thread>
+#include <utility>
+
+namespace feedplane::store {
+
+namespace rt = feedplane::runtime;
+
+namespace {
+
+struct errc_entry {
+  std::string_view name;
+  std::string_view message;
+};
+// Indexed by the enum value; the static_assert keeps the table in step with it.
+constexpr errc_entry k_errc[] = {
+    {"ok", "durable"},
+    {"failed", "durable writes are refused: the store failed earlier (see its reason)"},
+    {"write_failed", "the group this write was in failed to write or sync"},
+    {"bad_write", "the write has an op of a kind shards may not write, or a null article"},
+    {"stopped", "the store stopped before applying the write"},
+};
+static_assert(sizeof(k_errc) / sizeof(k_errc[0]) == size_t(store_errc::stopped) + 1);
+
+// meta keys
+constexpr std::string_view k_format_key = "format_version";
+constexpr std::string_view k_next_seq_key = "next_seq";
+
+constexpr size_t k_kinds = size_t(rt::kind::count_);
+
+// Articles are keyed by big-endian sequence so that key order is sequence order.
+void put_be64(uint64_t v, char out[8]) {
+  for (int i = 7; i >= 0; --i) {
+    out[i] = char(v & 0xff);
+    v >>= 8;
+  }
+}
+uint64_t get_be64(std::string_view s) {
+  uint64_t v = 0;
+  for (size_t i = 0; i < 8 && i < s.size(); ++i) v = (v << 8) | uint8_t(s[i]);
+  return v;
+}
+
+rocksdb::Slice slice(std::string_view s) { return {s.data(), s.size()}; }
+
+// Kinds a shard may write through a store_op: meta and articles belong to the store.
+bool shard_writable(rt::kind k) {
+  return size_t(k) < k_kinds && k != rt::kind::meta && k != rt::kind::articles;
+}
+
+void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+}  // namespace
+
+std::string_view store_errc_name(store_errc e) {
+  const size_t i = size_t(e);
+  return i < std::size(k_errc) ? k_errc[i].name : "unknown";
+}
+std::string_view store_errc_message(store_errc e) {
+  const size_t i = size_t(e);
+  return i < std::size(k_errc) ? k_errc[i].message : "unknown store error";
+}
+
+void histogram::add(uint64_t v) {
+  const size_t b = std::min<size_t>(std::bit_width(v), histogram_buckets - 1);
+  // Single writer (the store thread): relaxed load + store instead of read-modify-writes.
+  auto bump = [](std::atomic<uint64_t>& a, uint64_t d) {
+    a.store(a.load(std::memory_order_relaxed) + d, std::memory_order_relaxed);
+  };
+  bump(buckets[b], 1);
+  bump(sum, v);
+  bump(count, 1);
+  if (v > max.load(std::memory_order_relaxed)) max.store(v, std::memory_order_relaxed);
+}
+
+struct store::impl {
+  store_options opt;
+  std::vector<store_port> ports;
+  owner_fn owner;
+  store_stats* stats = nullptr;
+  rt::sleeper* self = nullptr;  // the store thread's sleeper (store::sleeper_)
+
+  // Declared before db: destroyed after it.
+  std::unique_ptr<rocksdb::Env> env;
+  std::unique_ptr<rocksdb::DB> db;
+  std::array<rocksdb::ColumnFamilyHandle*, k_kinds> cf{};
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;  // every handle opened, to destroy
+
+  std::thread thread;
+  std::atomic<bool> stop_requested{false};
+
+  // ---- store thread only ----
+  uint64_t next_seq = 1;
+  bool failed = false;
+  size_t rr = 0;                     // first port of the next round robin pass
+  std::vector<rt::write_ptr> group;  // reserved to max_group: no allocation per group
+  rocksdb::WriteBatch batch;
+  rocksdb::WriteOptions sync_write;
+
+  ~impl() {
+    if (db) {
+      for (auto* h : handles) db->DestroyColumnFamilyHandle(h).PermitUncheckedError();
+      db->Close().PermitUncheckedError();  // after a simulated crash this fails: fine
+      db.reset();
+    }
+  }
+
+  rocksdb::Status open_db(std::string* error);
+  void run();
+  void stream_startup();
+  size_t gather();
+  void commit();
+  void fail(const std::string& why);
+  void wake_port(size_t i);
+  template <class T, class V>
+  bool push(rt::spsc_ring<T>& r, size_t port, V&& v);
+  template <class T, class V>
+  bool push_slow(rt::spsc_ring<T>& r, size_t port, V&& v);
+  void publish_port(size_t i);
+};
+
+rocksdb::Status store::impl::open_db(std::string* error) {
+  rocksdb::Options o;
+  o.create_if_missing = true;
+  o.create_missing_column_families = true;
+  o.max_background_jobs = 2;
+  o.keep_log_file_num = 4;
+  if (opt.fs) {
+    env = rocksdb::NewCompositeEnv(opt.fs);
+    o.env = env.get();
+  }
+
+  std::vector<std::string> existing;
+  // Fails for a database that does not exist yet: then only the kinds are opened.
+  rocksdb::DB::ListColumnFamilies(o, opt.dir, &existing).PermitUncheckedError();
+  std::vector<rocksdb::ColumnFamilyDescriptor> descs;
+  descs.emplace_back(rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions(o));
+  for (size_t k = 0; k < k_kinds; ++k) {
+    descs.emplace_back(rt::kind_name(rt::kind(k)), rocksdb::ColumnFamilyOptions(o));
+  }
+  // A family this binary does not know (written by a newer one) must be opened too;
+  // the format check below then refuses the database with a clear message.
+  for (const auto& name : existing) {
+    bool known = false;
+    for (const auto& d : descs) known = known || d.name == name;
+    if (!known) descs.emplace_back(name, rocksdb::ColumnFamilyOptions(o));
+  }
+  rocksdb::DB* raw = nullptr;
+  rocksdb::Status s = rocksdb::DB::Open(rocksdb::DBOptions(o), opt.dir, descs, &handles, &raw);
+  if (!s.ok()) {
+    *error = "cannot open the store in " + opt.dir + ": " + s.ToString();
+    return s;
+  }
+  db.reset(raw);
+  for (size_t k = 0; k < k_kinds; ++k) cf[k] = handles[k + 1];
+
+  // Format version: absent in a new database (write it), newer refused, older migrated
+  // (version 1 is the first: nothing to migrate yet).
+  rocksdb::WriteBatch init;
+  std::string v;
+  rocksdb::ColumnFamilyHandle* meta = cf[size_t(rt::kind::meta)];
+  s = db->Get(rocksdb::ReadOptions(), meta, slice(k_format_key), &v);
+  if (s.IsNotFound()) {
+    char b[8];
+    put_be64(store_format_version, b);
+    init.Put(meta, slice(k_format_key), rocksdb::Slice(b, 8)).PermitUncheckedError();
+  } else if (!s.ok()) {
+    *error = "cannot read the store's format version in " + opt.dir + ": " + s.ToString();
+    return s;
+  } else {
+    const uint64_t found = v.size() == 8 ? get_be64(v) : 0;
+    if (found > store_format_version) {
+      *error = "the store in " + opt.dir + " has format version " + std::to_string(found) +
+               ", newer than this binary's (" + std::to_string(store_format_version) +
+               "): run a newer feedplane, or point --data at another directory";
+      return rocksdb::Status::NotSupported(*error);
+    }
+    if (found == 0) {
+      *error = "the store in " + opt.dir + " has an unreadable format version";
+      return rocksdb::Status::Corruption(*error);
+    }
+    // found < store_format_version: migrations go here, oldest first.
+  }
+
+  // The next sequence: stored with every group; cross-checked with the last article key
+  // (the two are written in one batch, so they agree unless the database was edited).
+  next_seq = 1;
+  s = db->Get(rocksdb::ReadOptions(), meta, slice(k_next_seq_key), &v);
+  if (s.ok() && v.size() == 8) next_seq = get_be64(v);
+  {
+    std::unique_ptr<rocksdb::Iterator> it(
+        db->NewIterator(rocksdb::ReadOptions(), cf[size_t(rt::kind::articles)]));
+    it->SeekToLast();
+    if (it->Valid()) {
+      const uint64_t last = get_be64(std::string_view(it->key().data(), it->key().size()));
+      if (last >= next_seq) next_seq = last + 1;
+    }
+  }
+  if (init.Count() > 0) {
+    rocksdb::WriteOptions w;
+    w.sync = true;
+    s = db->Write(w, &init);
+    if (!s.ok()) {
+      *error = "cannot write the store's format version in " + opt.dir + ": " + s.ToString();
+      return s;
+    }
+  }
+  stats->next_seq.store(next_seq, std::memory_order_relaxed);
+  return rocksdb::Status::OK();
+}
+
+void store::impl::wake_port(size_t i) {
+  const store_port& p = ports[i];
+  if (p.wake == nullptr) return;
+  // must_wake's seq_cst fence orders the ring publish before the read of the shard's
+  // sleeping flag (Dekker; pairs with the shard's sleeper::prepare).
+  if (p.consumer == nullptr || p.consumer->must_wake()) p.wake(p.wake_ctx);
+}
+
+void store::impl::publish_port(size_t i) {
+  const store_port& p = ports[i];
+  const uint32_t n = p.events->publish() + p.articles->publish();
+  if (n != 0) wake_port(i);
+}
+
+template <class T, class V>
+bool store::impl::push(rt::spsc_ring<T>& r, size_t port, V&& v) {
+  // try_stage constructs only on success, so v is still whole when it fails.
+  if (r.try_stage(std::forward<V>(v))) [[likely]]
+    return true;
+  return push_slow(r, port, std::forward<V>(v));
+}
+
+// A full ring: publish what is staged, wake the shard, spin briefly, then sleep in short
+// steps until it has room. Never drops; only a stop() gives up (returns false).
+template <class T, class V>
+bool store::impl::push_slow(rt::spsc_ring<T>& r, size_t port, V&& v) {
+  stats->ring_full_waits.fetch_add(1, std::memory_order_relaxed);
+  publish_port(port);
+  for (uint32_t attempt = 0;; ++attempt) {
+    if (r.try_stage(std::forward<V>(v))) return true;
+    if (stop_requested.load(std::memory_order_relaxed)) return false;
+    if (attempt < 256) {
+      cpu_relax();
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(attempt < 512 ? 20 : 200));
+      // The shard may have gone to sleep after draining: make sure it is awake.
+      if ((attempt & 63) == 0) wake_port(port);
+    }
+  }
+}
+
+void store::impl::stream_startup() {
+  for (size_t k = 0; k < k_kinds; ++k) {
+    const rt::kind kk = rt::kind(k);
+    if (kk == rt::kind::meta || kk == rt::kind::articles) continue;
+    std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions(), cf[k]));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      if (ports.empty()) break;
+      const std::string_view key(it->key().data(), it->key().size());
+      const size_t i = owner(kk, key) % ports.size();
+      rt::store_event ev;
+      ev.type = rt::store_event::record;
+      ev.k = kk;
+      ev.key.assign(key);
+      ev.value.assign(it->value().data(), it->value().size());
+      if (!push(*ports[i].events, i, std::move(ev))) return;
+      stats->records_streamed.fetch_add(1, std::memory_order_relaxed);
+      // Publish in batches so that shards start applying before the scan ends.
+      if (ports[i].events->unpublished() >= 256) publish_port(i);
+    }
+    if (!it->status().ok())
+      fail("start-up scan of " + std::string(rt::kind_name(kk)) + ": " + it->status().ToString());
+  }
+  if (opt.replay_from != 0 && !ports.empty()) {
+    char from[8];
+    put_be64(opt.replay_from, from);
+    std::unique_ptr<rocksdb::Iterator> it(
+        db->NewIterator(rocksdb::ReadOptions(), cf[size_t(rt::kind::articles)]));
+    for (it->Seek(rocksdb::Slice(from, 8)); it->Valid(); it->Next()) {
+      std::string err;
+      rt::article_ref a =
+          rt::article::decode(std::string_view(it->value().data(), it->value().size()), &err);
+      if (!a) {
+        fail("article " + std::to_string(get_be64({it->key().data(), it->key().size()})) +
+             " is unreadable: " + err);
+        break;
+      }
+      for (size_t i = 0; i < ports.size(); ++i) {
+        if (!push(*ports[i].articles, i, a)) return;
+        if (ports[i].articles->unpublished() >= 256) publish_port(i);
+      }
+      stats->articles_replayed.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+  for (size_t i = 0; i < ports.size(); ++i) {
+    rt::store_event ev;
+    ev.type = rt::store_event::streamed;
+    if (!push(*ports[i].events, i, std::move(ev))) return;
+    publish_port(i);
+  }
+  stats->streamed.store(true, std::memory_order_release);
+}
+
+// Takes up to max_group writes, round robin, at most max_per_ring per ring per pass.
+size_t store::impl::gather() {
+  group.clear();
+  const size_t n = ports.size();
+  bool progress = true;
+  while (progress && group.size() < opt.max_group) {
+    progress = false;
+    for (size_t j = 0; j < n && group.size() < opt.max_group; ++j) {
+      const size_t i = (rr + j) % n;
+      const size_t room = std::min<size_t>(opt.max_per_ring, opt.max_group - group.size());
+      const size_t got =
+          ports[i].in->consume([&](rt::write_ptr& w) { group.push_back(std::move(w)); }, room);
+      progress = progress || got != 0;
+    }
+  }
+  if (n != 0) rr = (rr + 1) % n;
+  return group.size();
+}
+
+void store::impl::fail(const std::string& why) {
+  if (failed) return;
+  failed = true;
+  stats->failed_reason = why;
+  // release: the reason above is complete before a reader that sees the flag reads it.
+  stats->failed.store(true, std::memory_order_release);
+}
+
+void store::impl::commit() {
+  batch.Clear();
+  const uint64_t seq0 = next_seq;
+  uint64_t ops = 0;
+  for (rt::write_ptr& w : group) {
+    w->first_seq = 0;
+    w->status = 0;
+    if (failed) {
+      w->status = int32_t(store_errc::failed);
+      continue;
+    }
+    bool ok = true;
+    for (const rt::store_op& op : w->ops) ok = ok && shard_writable(op.k);
+    for (const rt::article_ref& a : w->articles) ok = ok && bool(a);
+    if (!ok) {
+      w->status = int32_t(store_errc::bad_write);
+      continue;
+    }
+    for (const rt::store_op& op : w->ops) {
+      rocksdb::ColumnFamilyHandle* h = cf[size_t(op.k)];
+      // WriteBatch Put/Delete only fail on a batch over 4 GiB, which max_group prevents.
+      if (op.erase) {
+        batch.Delete(h, slice(op.key)).PermitUncheckedError();
+      } else {
+        batch.Put(h, slice(op.key), slice(op.value)).PermitUncheckedError();
+      }
+    }
+    ops += w->ops.size();
+    if (!w->articles.empty()) {
+      w->first_seq = next_seq;
+      for (rt::article_ref& a : w->articles) {
+        // The store holds the only reference (the shard moved its reference in), so
+        // writing the sequence is race-free; the article ring's release publishes it.
+        a.mutable_get()->set_seq(next_seq);
+        char key[8];
+        put_be64(next_seq, key);
+        const std::string_view rec = a->record();
+        batch.Put(cf[size_t(rt::kind::articles)], rocksdb::Slice(key, 8), slice(rec))
+            .PermitUncheckedError();
+        ++next_seq;
+      }
+    }
+  }
+
+  bool durable = false;
+  if (batch.Count() > 0) {
+    if (next_seq != seq0) {
+      char b[8];
+      put_be64(next_seq, b);
+      batch.Put(cf[size_t(rt::kind::meta)], slice(k_next_seq_key), rocksdb::Slice(b, 8))
+          .PermitUncheckedError();
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    const rocksdb::Status s = db->Write(sync_write, &batch);
+    const auto t1 = std::chrono::steady_clock::now();
+    stats->fsync_us.add(
+        uint64_t(std::chrono::duration_cast<std::chrono::microseconds>(t1 - t0).count()));
+    if (s.ok()) {
+      durable = true;
+      stats->groups.fetch_add(1, std::memory_order_relaxed);
+      stats->group_writes.add(group.size());
+      stats->ops_written.fetch_add(ops, std::memory_order_relaxed);
+      stats->articles_sequenced.fetch_add(next_seq - seq0, std::memory_order_relaxed);
+      stats->next_seq.store(next_seq, std::memory_order_relaxed);
+    } else {
+      // Whatever RocksDB would say on a retry, the data may be gone: never acknowledge
+      // again until restart (DESIGN.md section 9, Durability).
+      fail("durable write failed: " + s.ToString());
+      next_seq = seq0;
+      for (rt::write_ptr& w : group) {
+        if (w->status == 0) w->status = int32_t(store_errc::write_failed);
+        w->first_seq = 0;
+      }
+    }
+  } else {
+    durable = !failed;  // nothing to write (empty writes): durable as they stand
+  }
+
+  // Articles first, so a shard that reads its ack finds the articles already on its ring.
+  if (durable && next_seq != seq0) {
+    for (size_t i = 0; i < ports.size(); ++i) {
+      for (const rt::write_ptr& w : group) {
+        if (w->status != 0) continue;
+        for (const rt::article_ref& a : w->articles) {
+          if (!push(*ports[i].articles, i, a)) return;  // one reference per shard
+        }
+      }
+    }
+  }
+  uint64_t acked = 0, refused = 0;
+  for (rt::write_ptr& w : group) {
+    (w->status == 0 ? acked : refused) += 1;
+    const size_t i = w->origin_shard < ports.size() ? w->origin_shard : 0;
+    rt::store_event ev;
+    ev.type = rt::store_event::ack;
+    ev.write = std::move(w);
+    if (!push(*ports[i].events, i, std::move(ev))) return;
+  }
+  stats->writes_acked.fetch_add(acked, std::memory_order_relaxed);
+  stats->writes_refused.fetch_add(refused, std::memory_order_relaxed);
+  for (size_t i = 0; i < ports.size(); ++i) publish_port(i);
+}
+
+void store::impl::run() {
+  stream_startup();
+  while (!stop_requested.load(std::memory_order_relaxed)) {
+    if (gather() != 0) {
+      commit();
+      group.clear();
+      continue;
+    }
+    // Sleep protocol (sleeper.h): flag, seq_cst fence, re-check every write ring.
+    self->prepare();
+    bool work = stop_requested.load(std::memory_order_relaxed);
+    for (const store_port& p : ports) work = work || p.in->has_published();
+    if (work) {
+      self->cancel();
+      continue;
+    }
+    stats->sleeps.fetch_add(1, std::memory_order_relaxed);
+    // Returns once a producer's must_wake() has swapped the flag to 0 and notified.
+    self->word().wait(1, std::memory_order_acquire);
+    self->cancel();
+  }
+}
+
+store::store(std::unique_ptr<impl> p) : impl_(std::move(p)) {
+  impl_->stats = &stats_;
+  impl_->self = &sleeper_;
+}
+
+store::~store() { stop(); }
+
+std::unique_ptr<store> store::open(const store_options& opt, std::vector<store_port> ports,
+                                   owner_fn owner, std::string* error) {
+  for (const store_port& p : ports) {
+    if (p.in == nullptr || p.events == nullptr || p.articles == nullptr) {
+      *error = "store: every port needs its write, event and article rings";
+      return nullptr;
+    }
+  }
+  auto p = std::make_unique<impl>();
+  p->opt = opt;
+  if (p->opt.max_group == 0) p->opt.max_group = 1;
+  if (p->opt.max_per_ring == 0) p->opt.max_per_ring = 1;
+  p->ports = std::move(ports);
+  p->owner = owner ? std::move(owner) : [](rt::kind, std::string_view) { return uint32_t{0}; };
+  p->group.reserve(p->opt.max_group);
+  p->sync_write.sync = true;
+  std::unique_ptr<store> s(new store(std::move(p)));
+  if (!s->impl_->open_db(error).ok()) return nullptr;
+  return s;
+}
+
+void store::start() {
+  if (impl_->thread.joinable()) return;
+  impl_->thread = std::thread([this] { impl_->run(); });
+}
+
+void store::stop() {
+  if (!impl_ || !impl_->thread.joinable()) return;
+  impl_->stop_requested.store(true, std::memory_order_relaxed);
+  // must_wake's seq_cst fence orders the store above before reading the sleeping flag;
+  // the thread's prepare() fence orders its flag before re-reading stop_requested.
+  if (sleeper_.must_wake()) wake_store();
+  impl_->thread.join();
+}
+
+void store::wake_store() { sleeper_.word().notify_one(); }
+
+uint64_t store::queue_depth() const {
+  uint64_t n = 0;
+  for (const store_port& p : impl_->ports) n += p.in->occupancy();
+  return n;
+}
+
+bool store::get(rt::kind k, std::string_view key, std::string* value, std::string* error) const {
+  error->clear();
+  if (size_t(k) >= k_kinds) {
+    *error = "no such kind";
+    return false;
+  }
+  const rocksdb::Status s =
+      impl_->db->Get(rocksdb::ReadOptions(), impl_->cf[size_t(k)], slice(key), value);
+  if (s.ok()) return true;
+  if (!s.IsNotFound()) *error = s.ToString();
+  return false;
+}
+
+bool store::read_article_record(uint64_t seq, std::string* record, std::string* error) const {
+  char key[8];
+  put_be64(seq, key);
+  return get(rt::kind::articles, std::string_view(key, 8), record, error);
+}
+
+rt::article_ref store::read_article(uint64_t seq, std::string* error) const {
+  std::string rec;
+  if (!read_article_record(seq, &rec, error)) return {};
+  return rt::article::decode(rec, error);
+}
+
+}  // namespace feedplane::store
