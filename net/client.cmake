@@ -1,9 +1,8 @@
-# The HTTP client half of feedplane::net (URL, response parser, content decoding, TLS, DNS,
+# The HTTP client half of feedplane::net (response parser, content decoding, TLS, DNS,
 # HTTP/1.1 client). Included from net/CMakeLists.txt; kept in its own file so the client
 # and server halves can be edited independently.
 target_sources(feedplane_net PRIVATE
   src/fetch_error.cc
-  src/url.cc
   src/http_response.cc
   src/content_decoding.cc
   src/tls_client.cc

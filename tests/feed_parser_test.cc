@@ -20,12 +20,6 @@ std::string date(std::string_view s) {
   return buf;
 }
 
-std::string resolve(std::string_view base, std::string_view ref) {
-  std::string out;
-  resolve_url(base, ref, out);
-  return out;
-}
-
 std::string decode(std::string_view s, uint32_t* flags = nullptr) {
   std::string out;
   decode_stats st;
@@ -88,27 +82,6 @@ TEST(feed_date, unreadable_is_absent_never_wrong) {
         "99999999999999999999"}) {
     EXPECT_EQ(date(bad), "absent") << bad;
   }
-}
-
-TEST(feed_url, rfc3986_reference_resolution) {
-  // RFC 3986 section 5.4 examples.
-  const char* base = "http://a/b/c/d;p?q";
-  EXPECT_EQ(resolve(base, "g"), "http://a/b/c/g");
-  EXPECT_EQ(resolve(base, "./g"), "http://a/b/c/g");
-  EXPECT_EQ(resolve(base, "g/"), "http://a/b/c/g/");
-  EXPECT_EQ(resolve(base, "/g"), "http://a/g");
-  EXPECT_EQ(resolve(base, "//g"), "http://g");
-  EXPECT_EQ(resolve(base, "?y"), "http://a/b/c/d;p?y");
-  EXPECT_EQ(resolve(base, "g?y"), "http://a/b/c/g?y");
-  EXPECT_EQ(resolve(base, "#s"), "http://a/b/c/d;p?q#s");
-  EXPECT_EQ(resolve(base, ".."), "http://a/b/");
-  EXPECT_EQ(resolve(base, "../g"), "http://a/b/g");
-  EXPECT_EQ(resolve(base, "../../g"), "http://a/g");
-  EXPECT_EQ(resolve(base, "../../../g"), "http://a/g");
-  EXPECT_EQ(resolve(base, "g;x=1/../y"), "http://a/b/c/y");
-  EXPECT_EQ(resolve(base, "https://other/x"), "https://other/x");
-  EXPECT_EQ(resolve("", "rel/x"), "rel/x");
-  EXPECT_EQ(resolve("http://example.org", "post/1"), "http://example.org/post/1");
 }
 
 TEST(feed_entities, xml_html_numeric_and_bare) {

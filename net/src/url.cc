@@ -82,41 +82,77 @@ bool parse_authority(std::string_view auth, url& out) {
   return true;
 }
 
-// RFC 3986 5.2.4: remove "." and ".." segments from an absolute path.
-std::string remove_dot_segments(std::string_view in) {
-  std::string out;
-  out.reserve(in.size());
-  while (!in.empty()) {
-    if (in.starts_with("../")) {
-      in.remove_prefix(3);
-    } else if (in.starts_with("./") || in.starts_with("/./")) {
-      in.remove_prefix(2);
-    } else if (in == "/.") {
-      in = "/";
-    } else if (in.starts_with("/../") || in == "/..") {
-      in = in.size() == 3 ? std::string_view("/") : in.substr(3);
-      auto slash = out.rfind('/');
-      out.resize(slash == std::string::npos ? 0 : slash);
-    } else if (in == "." || in == "..") {
-      in = {};
-    } else {
-      size_t next = in.find('/', in[0] == '/' ? 1 : 0);
-      if (next == std::string_view::npos) next = in.size();
-      out.append(in.substr(0, next));
-      in.remove_prefix(next);
-    }
-  }
-  return out;
-}
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f'; }
 
 std::string_view trim(std::string_view s) {
-  while (!s.empty() &&
-         (s.front() == ' ' || s.front() == '\t' || s.front() == '\r' || s.front() == '\n'))
-    s.remove_prefix(1);
-  while (!s.empty() &&
-         (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n'))
-    s.remove_suffix(1);
+  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
   return s;
+}
+
+bool is_scheme_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '+' ||
+         c == '-' || c == '.';
+}
+
+// RFC 3986 section 5.2.4: appends path to out with "." and ".." segments removed; out's
+// bytes before the call (scheme and authority) are never removed.
+void remove_dot_segments(std::string_view path, std::string& out) {
+  const size_t root = out.size();
+  while (!path.empty()) {
+    if (path.starts_with("../")) {
+      path.remove_prefix(3);
+    } else if (path.starts_with("./") || path.starts_with("/./")) {
+      path.remove_prefix(2);
+    } else if (path == "/.") {
+      path = "/";
+    } else if (path.starts_with("/../") || path == "/..") {
+      path = path.size() == 3 ? std::string_view("/") : path.substr(3);
+      const size_t slash = out.rfind('/');
+      out.resize(slash == std::string::npos || slash < root ? root : slash);
+    } else if (path == "." || path == "..") {
+      path = {};
+    } else {
+      size_t next = path.find('/', 1);
+      if (next == std::string_view::npos) next = path.size();
+      out.append(path.substr(0, next));
+      path.remove_prefix(next);
+    }
+  }
+}
+
+// A URI reference split into its RFC 3986 section 3 components (views into the text).
+struct uri_parts {
+  std::string_view scheme, authority, path, query, fragment;
+  bool has_authority = false, has_query = false, has_fragment = false;
+};
+
+uri_parts split_uri(std::string_view s) {
+  uri_parts p;
+  if (has_scheme(s)) {
+    const size_t c = s.find(':');
+    p.scheme = s.substr(0, c);
+    s.remove_prefix(c + 1);
+  }
+  if (const size_t h = s.find('#'); h != std::string_view::npos) {
+    p.fragment = s.substr(h + 1);
+    p.has_fragment = true;
+    s = s.substr(0, h);
+  }
+  if (const size_t q = s.find('?'); q != std::string_view::npos) {
+    p.query = s.substr(q + 1);
+    p.has_query = true;
+    s = s.substr(0, q);
+  }
+  if (s.starts_with("//")) {
+    s.remove_prefix(2);
+    const size_t sl = s.find('/');
+    p.authority = s.substr(0, sl);
+    p.has_authority = true;
+    s = sl == std::string_view::npos ? std::string_view() : s.substr(sl);
+  }
+  p.path = s;
+  return p;
 }
 
 }  // namespace
@@ -152,9 +188,7 @@ bool parse_url(std::string_view text, url& out, bool* unsupported_scheme) {
   if (colon == std::string_view::npos || colon == 0) return false;
   auto scheme = text.substr(0, colon);
   for (char c : scheme) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '+' || c == '-' || c == '.';
-    if (!ok) return false;
+    if (!is_scheme_char(c)) return false;
   }
   url u;
   if (ascii_iequals(scheme, "https")) {
@@ -177,64 +211,77 @@ bool parse_url(std::string_view text, url& out, bool* unsupported_scheme) {
   return true;
 }
 
-bool resolve_url(const url& base, std::string_view ref, url& out, bool* unsupported_scheme) {
-  if (unsupported_scheme) *unsupported_scheme = false;
+bool has_scheme(std::string_view s) {
+  if (s.empty() || !((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z'))) return false;
+  for (size_t i = 1; i < s.size(); ++i) {
+    if (s[i] == ':') return true;
+    if (!is_scheme_char(s[i])) return false;
+  }
+  return false;
+}
+
+void resolve_url(std::string_view base, std::string_view ref, std::string& out) {
   ref = trim(ref);
-  if (auto hash = ref.find('#'); hash != std::string_view::npos) ref = ref.substr(0, hash);
-  // A scheme is letters/digits/+-. before the first ':' that precedes any '/', '?'.
-  auto colon = ref.find(':');
-  auto delim = ref.find_first_of("/?");
-  if (colon != std::string_view::npos && colon > 0 &&
-      (delim == std::string_view::npos || colon < delim)) {
-    bool scheme_ok = true;
-    for (char c : ref.substr(0, colon)) {
-      bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                c == '+' || c == '-' || c == '.';
-      scheme_ok = scheme_ok && ok;
-    }
-    if (scheme_ok) return parse_url(ref, out, unsupported_scheme);
+  if (base.empty() || has_scheme(ref) || !has_scheme(base)) {
+    out.append(ref);
+    return;
   }
-  if (ref.starts_with("//")) {
-    std::string abs(base.scheme());
-    abs.push_back(':');
-    abs.append(ref);
-    return parse_url(abs, out, unsupported_scheme);
-  }
-  url u = base;
-  std::string_view base_path = base.target;
-  if (auto q = base_path.find('?'); q != std::string_view::npos) base_path = base_path.substr(0, q);
-  std::string merged;
-  if (ref.empty()) {
-    out = base;
-    return true;
-  }
-  if (ref[0] == '?') {
-    merged.append(base_path);
-    merged.append(ref);
+  const uri_parts b = split_uri(base);
+  const uri_parts r = split_uri(ref);
+  out.append(b.scheme);
+  out.push_back(':');
+  std::string_view query;
+  bool has_query = false;
+  if (r.has_authority) {
+    out.append("//");
+    out.append(r.authority);
+    remove_dot_segments(r.path, out);
+    query = r.query;
+    has_query = r.has_query;
   } else {
-    std::string_view path = ref;
-    std::string_view query;
-    if (auto q = ref.find('?'); q != std::string_view::npos) {
-      path = ref.substr(0, q);
-      query = ref.substr(q);
+    if (b.has_authority) {
+      out.append("//");
+      out.append(b.authority);
     }
-    std::string joined;
-    if (!path.empty() && path[0] == '/') {
-      joined.assign(path);
+    if (r.path.empty()) {
+      out.append(b.path);
+      query = r.has_query ? r.query : b.query;
+      has_query = r.has_query || b.has_query;
     } else {
-      auto slash = base_path.rfind('/');
-      joined.assign(base_path.substr(0, slash == std::string_view::npos ? 0 : slash + 1));
-      if (joined.empty()) joined = "/";
-      joined.append(path);
+      if (r.path[0] == '/') {
+        remove_dot_segments(r.path, out);
+      } else {
+        // Merge (section 5.2.3): the base path up to its last '/', then the reference path.
+        std::string merged;
+        if (b.has_authority && b.path.empty()) {
+          merged = "/";
+        } else {
+          const size_t sl = b.path.rfind('/');
+          if (sl != std::string_view::npos) merged.assign(b.path.substr(0, sl + 1));
+        }
+        merged.append(r.path);
+        remove_dot_segments(merged, out);
+      }
+      query = r.query;
+      has_query = r.has_query;
     }
-    merged = remove_dot_segments(joined);
-    if (merged.empty() || merged[0] != '/') merged.insert(merged.begin(), '/');
-    merged.append(query);
   }
-  u.target.clear();
-  append_target_bytes(u.target, merged);
-  out = std::move(u);
-  return true;
+  if (has_query) {
+    out.push_back('?');
+    out.append(query);
+  }
+  if (r.has_fragment) {
+    out.push_back('#');
+    out.append(r.fragment);
+  }
+}
+
+bool resolve_url(const url& base, std::string_view ref, url& out, bool* unsupported_scheme) {
+  // Redirects are rare: the canonical text of the base and one re-parse cost nothing that
+  // matters, and parse_url then applies every rule of an http(s) URL to the result.
+  std::string abs;
+  resolve_url(base.str(), ref, abs);
+  return parse_url(abs, out, unsupported_scheme);
 }
 
 }  // namespace feedplane::net

@@ -10,6 +10,13 @@
 #include "feedplane/feed/model.h"
 #include "feedplane/feed/parser.h"
 #include "feedplane/feed/text.h"
+#include "feedplane/net/url.h"
+
+namespace feedplane::feed {
+// Links resolve with net's URL code (the feedplane::net_url target: no I/O).
+using net::has_scheme;
+using net::resolve_url;
+}  // namespace feedplane::feed
 
 namespace feedplane::feed::detail {
 

@@ -1,10 +1,11 @@
-// Entity decoding, URL resolution, base64 and trimming for feed text.
+// Entity decoding, base64, trimming and HTML link resolution for feed text.
 #include <algorithm>
 #include <cstring>
 
 #include "feedplane/base/ascii.h"
 #include "feedplane/feed/model.h"
 #include "feedplane/feed/text.h"
+#include "internal.h"
 
 namespace feedplane::feed {
 namespace {
@@ -153,134 +154,6 @@ void decode_entities(std::string_view in, std::string& out, decode_stats& st) {
       }
     }
     i = j + 1;
-  }
-}
-
-bool has_scheme(std::string_view s) {
-  if (s.empty() || !((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z'))) return false;
-  for (size_t i = 1; i < s.size(); ++i) {
-    const char c = s[i];
-    if (c == ':') return true;
-    if (!(is_alnum(c) || c == '+' || c == '-' || c == '.')) return false;
-  }
-  return false;
-}
-
-namespace {
-
-// RFC 3986 section 5.2.4: appends path with "." and ".." segments removed.
-void remove_dot_segments(std::string_view path, std::string& out) {
-  const size_t root = out.size();
-  while (!path.empty()) {
-    if (path.starts_with("../")) {
-      path.remove_prefix(3);
-    } else if (path.starts_with("./") || path.starts_with("/./")) {
-      path.remove_prefix(2);
-    } else if (path == "/.") {
-      path = "/";
-    } else if (path.starts_with("/../") || path == "/..") {
-      path = path.size() == 3 ? std::string_view("/") : path.substr(3);
-      const size_t slash = out.rfind('/');
-      out.resize(slash == std::string::npos || slash < root ? root : slash);
-    } else if (path == "." || path == "..") {
-      path = {};
-    } else {
-      size_t next = path.find('/', 1);
-      if (next == std::string_view::npos) next = path.size();
-      out.append(path.substr(0, next));
-      path.remove_prefix(next);
-    }
-  }
-}
-
-struct uri_parts {
-  std::string_view scheme, authority, path, query, fragment;
-  bool has_authority = false, has_query = false, has_fragment = false;
-};
-
-uri_parts split_uri(std::string_view s) {
-  uri_parts p;
-  if (has_scheme(s)) {
-    const size_t c = s.find(':');
-    p.scheme = s.substr(0, c);
-    s.remove_prefix(c + 1);
-  }
-  if (const size_t h = s.find('#'); h != std::string_view::npos) {
-    p.fragment = s.substr(h + 1);
-    p.has_fragment = true;
-    s = s.substr(0, h);
-  }
-  if (const size_t q = s.find('?'); q != std::string_view::npos) {
-    p.query = s.substr(q + 1);
-    p.has_query = true;
-    s = s.substr(0, q);
-  }
-  if (s.starts_with("//")) {
-    s.remove_prefix(2);
-    const size_t sl = s.find('/');
-    p.authority = s.substr(0, sl);
-    p.has_authority = true;
-    s = sl == std::string_view::npos ? std::string_view() : s.substr(sl);
-  }
-  p.path = s;
-  return p;
-}
-
-}  // namespace
-
-void resolve_url(std::string_view base, std::string_view ref, std::string& out) {
-  ref = trim_view(ref);
-  if (base.empty() || has_scheme(ref) || !has_scheme(base)) {
-    out.append(ref);
-    return;
-  }
-  const uri_parts b = split_uri(base);
-  const uri_parts r = split_uri(ref);
-  out.append(b.scheme);
-  out.push_back(':');
-  std::string_view query;
-  bool has_query = false;
-  if (r.has_authority) {
-    out.append("//");
-    out.append(r.authority);
-    remove_dot_segments(r.path, out);
-    query = r.query;
-    has_query = r.has_query;
-  } else {
-    if (b.has_authority) {
-      out.append("//");
-      out.append(b.authority);
-    }
-    if (r.path.empty()) {
-      out.append(b.path);
-      query = r.has_query ? r.query : b.query;
-      has_query = r.has_query || b.has_query;
-    } else {
-      if (r.path[0] == '/') {
-        remove_dot_segments(r.path, out);
-      } else {
-        // Merge: base path up to its last '/', then the reference path.
-        std::string merged;
-        if (b.has_authority && b.path.empty()) {
-          merged = "/";
-        } else {
-          const size_t sl = b.path.rfind('/');
-          if (sl != std::string_view::npos) merged.assign(b.path.substr(0, sl + 1));
-        }
-        merged.append(r.path);
-        remove_dot_segments(merged, out);
-      }
-      query = r.query;
-      has_query = r.has_query;
-    }
-  }
-  if (has_query) {
-    out.push_back('?');
-    out.append(query);
-  }
-  if (r.has_fragment) {
-    out.push_back('#');
-    out.append(r.fragment);
   }
 }
 

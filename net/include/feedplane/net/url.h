@@ -1,5 +1,6 @@
-// Absolute http/https URLs: parsing, RFC 3986 reference resolution (for redirects),
-// and the pieces an HTTP/1.1 request needs (Host header, request target).
+// URLs without I/O (the feedplane::net_url target, which feed links too): absolute http/https
+// URLs for the client (parsing, redirects, the pieces an HTTP/1.1 request needs), and RFC 3986
+// reference resolution over URI text of any scheme (links in feeds).
 #pragma once
 
 #include <cstdint>
@@ -31,8 +32,19 @@ struct url {
 bool parse_url(std::string_view text, url& out, bool* unsupported_scheme = nullptr);
 
 // Resolves `ref` (absolute, scheme-relative, absolute-path, or relative, as in a Location
-// header) against `base` per RFC 3986 section 5.2, removing dot segments.
+// header) against `base` per RFC 3986 section 5.2, removing dot segments, then parses the
+// result as parse_url does (false, and *unsupported_scheme, as there).
 bool resolve_url(const url& base, std::string_view ref, url& out,
                  bool* unsupported_scheme = nullptr);
+
+// Appends to out the reference `ref` (ASCII whitespace trimmed) resolved against the absolute
+// URI `base`, any scheme, per RFC 3986 section 5.2: dot segments removed, query and fragment
+// kept, nothing lower-cased or percent-encoded. An absolute ref, or an empty or relative
+// base, is appended unchanged.
+void resolve_url(std::string_view base, std::string_view ref, std::string& out);
+
+// True when s starts with a URI scheme and ':' ("http:", "mailto:", "at:"): a letter, then
+// letters, digits, '+', '-' or '.' (RFC 3986 section 3.1).
+bool has_scheme(std::string_view s);
 
 }  // namespace feedplane::net

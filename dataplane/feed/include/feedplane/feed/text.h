@@ -1,4 +1,4 @@
-// Small text utilities of feed ingestion: dates, URL resolution, entity decoding.
+// Small text utilities of feed ingestion: dates, entity decoding, HTML link resolution.
 // All are allocation-free except where they append to a caller's string, and never throw.
 #pragma once
 
@@ -16,17 +16,10 @@ bool parse_date(std::string_view text, int64_t* out);
 // Writes t as RFC 3339 UTC ("2004-01-01T19:48:21Z") into buf (>= 32 bytes); returns length.
 int format_rfc3339(int64_t t, char* buf);
 
-// Appends to out the reference `ref` resolved against the absolute URL `base` (RFC 3986
-// section 5.2, dot segments removed). An absolute ref or an empty/relative base appends ref
-// unchanged.
-void resolve_url(std::string_view base, std::string_view ref, std::string& out);
-
-// Writes to out html with relative href/src attribute values resolved against base; returns
-// false (out unspecified) when nothing needed resolving, so callers keep html as it is.
+// Writes to out html with relative href/src attribute values resolved against base (with
+// net::resolve_url); returns false (out unspecified) when nothing needed resolving, so
+// callers keep html as it is.
 bool resolve_html_urls(std::string_view html, std::string_view base, std::string& out);
-
-// True when s starts with a URI scheme ("http:", "mailto:", "at:"...).
-bool has_scheme(std::string_view s);
 
 // Counters a decoder bumps for each repair it makes (see model.h `recovery`).
 struct decode_stats {
