@@ -19,8 +19,10 @@
 #include "feedplane/net/http_server.h"
 #include "feedplane/net/loop.h"
 #include "gtest/gtest.h"
+#include "http_test_client.h"
 
 using namespace feedplane::net;
+using namespace http_test;
 
 namespace {
 
@@ -38,34 +40,34 @@ class server_thread {
  public:
   explicit server_thread(server_options so = small_options()) : so_(so) {
     body_ = big_body();
-    routes_.add("GET", "/healthz", [](const http_request&, http_response& r) {
+    routes_.add("GET", "/healthz", [](request_context&, http_response& r) {
       r.body = "ok\n";
       r.compressible = false;
     });
     for (const char* n : {"/a", "/b", "/c"}) {
-      routes_.add("GET", n, [n](const http_request&, http_response& r) {
+      routes_.add("GET", n, [n](request_context&, http_response& r) {
         r.body = n;
         r.compressible = false;
       });
     }
-    routes_.add("GET", "/big", [this](const http_request&, http_response& r) {
+    routes_.add("GET", "/big", [this](request_context&, http_response& r) {
       r.body = body_;
       r.content_type = "application/rss+xml";
       r.etag = "\"v1\"";
       r.last_modified = 1700000000;
     });
-    routes_.add("POST", "/echo", [](const http_request& q, http_response& r) {
-      r.set_body(q.body);
+    routes_.add("POST", "/echo", [](request_context& c, http_response& r) {
+      r.set_body(c.request().body);
       r.compressible = false;
     });
     // Answered later from a loop timer, as a reply from another shard would be.
-    routes_.add("GET", "/later", [this](const http_request& q, http_response& r) {
+    routes_.add("GET", "/later", [this](request_context& c, http_response& r) {
       r.defer = true;
-      pending_.push_back({r.later, std::string(q.query)});
+      pending_.push_back({r.later, std::string(c.request().query)});
       loop_->arm(later_timer_, 5);
     });
-    // Never answered: the connection is closed after the idle timeout.
-    routes_.add("GET", "/never", [](const http_request&, http_response& r) { r.defer = true; });
+    // Never answered: 503 after the defer timeout.
+    routes_.add("GET", "/never", [](request_context&, http_response& r) { r.defer = true; });
     later_timer_.set(&server_thread::answer_later, this);
     std::string err;
     lfd_ = listen_tcp("127.0.0.1:0", false, &err);
@@ -96,6 +98,7 @@ class server_thread {
     server_options so = small_options();
     so.header_timeout_ms = 1'000;
     so.idle_timeout_ms = 1'000;
+    so.defer_timeout_ms = 1'000;
     return so;
   }
   int port() const { return port_; }
@@ -157,107 +160,6 @@ class server_thread {
   loop* loop_ = nullptr;
   server_stats stats_copy_;
 };
-
-int dial(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(uint16_t(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
-  timeval tv{30, 0};  // a hang fails the test instead of blocking ctest
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  return fd;
-}
-
-void send_all(int fd, std::string_view s) {
-  while (!s.empty()) {
-    ssize_t n = send(fd, s.data(), s.size(), MSG_NOSIGNAL);
-    if (n <= 0) return;  // the server may have closed; the response tells
-    s.remove_prefix(size_t(n));
-  }
-}
-
-struct response {
-  int status = 0;
-  std::map<std::string, std::string> headers;  // lower-case names
-  std::string body;
-};
-
-// Reads responses from a blocking socket (bodies framed by Content-Length; none for 304 or
-// when `head` is set).
-class reader {
- public:
-  explicit reader(int fd) : fd_(fd) {}
-  bool next(response* r, bool head = false) {
-    size_t end;
-    while ((end = buf_.find("\r\n\r\n")) == std::string::npos) {
-      if (!fill()) return false;
-    }
-    std::string h = buf_.substr(0, end);
-    buf_.erase(0, end + 4);
-    *r = response();
-    if (h.size() < 12 || h.compare(0, 9, "HTTP/1.1 ") != 0) return false;
-    r->status = std::stoi(h.substr(9, 3));
-    size_t pos = h.find("\r\n");
-    while (pos != std::string::npos) {
-      size_t e = h.find("\r\n", pos + 2);
-      std::string line =
-          h.substr(pos + 2, e == std::string::npos ? std::string::npos : e - pos - 2);
-      size_t c = line.find(':');
-      if (c != std::string::npos) {
-        std::string name = line.substr(0, c);
-        for (auto& ch : name) ch = char(tolower(ch));
-        std::string v = line.substr(c + 1);
-        while (!v.empty() && v.front() == ' ') v.erase(0, 1);
-        r->headers[name] = v;
-      }
-      pos = e;
-    }
-    size_t len = 0;
-    if (r->status != 304 && !head && r->headers.count("content-length")) {
-      len = std::stoul(r->headers["content-length"]);
-    }
-    while (buf_.size() < len) {
-      if (!fill()) return false;
-    }
-    r->body = buf_.substr(0, len);
-    buf_.erase(0, len);
-    return true;
-  }
-  // True if the peer closed (EOF) with nothing more to read.
-  bool at_eof() {
-    if (!buf_.empty()) return false;
-    char c;
-    ssize_t n = recv(fd_, &c, 1, 0);
-    if (n == 1) buf_.push_back(c);
-    return n == 0;
-  }
-  const std::string& pending() const { return buf_; }
-
- private:
-  bool fill() {
-    char tmp[4096];
-    ssize_t n = recv(fd_, tmp, sizeof(tmp), 0);
-    if (n <= 0) return false;
-    buf_.append(tmp, size_t(n));
-    return true;
-  }
-  int fd_;
-  std::string buf_;
-};
-
-// One request on a fresh connection; returns the response status (0 if none).
-response one_shot(int port, std::string_view req, bool* closed_after = nullptr) {
-  int fd = dial(port);
-  send_all(fd, req);
-  reader rd(fd);
-  response r;
-  if (!rd.next(&r)) r.status = 0;
-  if (closed_after != nullptr) *closed_after = rd.at_eof();
-  close(fd);
-  return r;
-}
 
 // The server still answers a well-formed request on a new connection.
 void expect_still_serving(int port) {
@@ -409,12 +311,23 @@ TEST(http_server, deferred_response_after_the_client_left_is_dropped) {
   close(fd);
 }
 
-TEST(http_server, deferred_response_that_never_comes_closes_after_idle_timeout) {
+// A deferred answer that never comes is a 503 (JSON, Retry-After), not a silent close, and
+// the pipelined request behind it is answered on the same connection.
+TEST(http_server, deferred_response_that_never_comes_gets_503_then_the_next_request_runs) {
   server_thread s(server_thread::short_timeouts());
   int fd = dial(s.port());
   reader rd(fd);
-  send_all(fd, "GET /never HTTP/1.1\r\nHost: t\r\n\r\n");
-  EXPECT_TRUE(rd.at_eof());
+  send_all(fd, "GET /never HTTP/1.1\r\nHost: t\r\n\r\nGET /a HTTP/1.1\r\nHost: t\r\n\r\n");
+  response r;
+  ASSERT_TRUE(rd.next(&r));
+  EXPECT_EQ(r.status, 503);
+  EXPECT_EQ(r.headers["retry-after"], "1");
+  EXPECT_EQ(r.headers["content-type"], "application/json");
+  EXPECT_EQ(r.headers.count("connection"), 0u);
+  EXPECT_NE(r.body.find("\"error\": \"timeout\""), std::string::npos) << r.body;
+  ASSERT_TRUE(rd.next(&r));
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "/a");
   close(fd);
   expect_still_serving(s.port());
 }
@@ -446,32 +359,40 @@ TEST(http_server, malformed_requests_get_their_status_and_a_closed_socket) {
   struct c {
     std::string req;
     int status;
+    std::string code;  // the JSON body's "error"
   };
   const std::vector<c> cases = {
-      {"GARBAGE\r\n\r\n", 400},
-      {"GET / HTTP/1.1 extra\r\nHost: t\r\n\r\n", 400},
-      {"GET /" + std::string(2000, 'u') + " HTTP/1.1\r\nHost: t\r\n\r\n", 414},
-      {"GET / HTTP/1.1\r\nHost: t\r\nX-Big: " + std::string(5000, 'h') + "\r\n\r\n", 431},
+      {"GARBAGE\r\n\r\n", 400, "bad_request"},
+      {"GET / HTTP/1.1 extra\r\nHost: t\r\n\r\n", 400, "bad_request"},
+      {"GET /" + std::string(2000, 'u') + " HTTP/1.1\r\nHost: t\r\n\r\n", 414, "uri_too_long"},
+      {"GET / HTTP/1.1\r\nHost: t\r\nX-Big: " + std::string(5000, 'h') + "\r\n\r\n", 431,
+       "header_fields_too_large"},
       {[] {
          std::string r = "GET / HTTP/1.1\r\nHost: t\r\n";
          for (int i = 0; i < 30; ++i) r += "X-" + std::to_string(i) + ": v\r\n";
          return r + "\r\n";
        }(),
-       431},
-      {"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 999999\r\n\r\n", 413},
+       431, "header_fields_too_large"},
+      {"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 999999\r\n\r\n", 413,
+       "payload_too_large"},
       {"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: "
        "chunked\r\n\r\nZZ\r\nhello\r\n0\r\n\r\n",
-       400},
-      {"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhelloNOCRLF", 400},
-      {"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n20000\r\n", 413},
-      {"GET / HTTP/3.0\r\nHost: t\r\n\r\n", 505},
-      {"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: compress\r\n\r\n", 501},
-      {"GET / HTTP/1.1\r\n\r\n", 400},
+       400, "bad_request"},
+      {"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhelloNOCRLF", 400,
+       "bad_request"},
+      {"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n20000\r\n", 413,
+       "payload_too_large"},
+      {"GET / HTTP/3.0\r\nHost: t\r\n\r\n", 505, "http_version_not_supported"},
+      {"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: compress\r\n\r\n", 501,
+       "not_implemented"},
+      {"GET / HTTP/1.1\r\n\r\n", 400, "bad_request"},
   };
   for (const auto& k : cases) {
     bool closed = false;
     response r = one_shot(s.port(), k.req, &closed);
     EXPECT_EQ(r.status, k.status) << k.req.substr(0, 80);
+    EXPECT_EQ(r.headers["content-type"], "application/json") << k.req.substr(0, 80);
+    EXPECT_EQ(r.body.rfind("{\"error\": \"" + k.code + "\", \"message\": \"", 0), 0u) << r.body;
     EXPECT_EQ(r.headers["connection"], "close") << k.req.substr(0, 80);
     EXPECT_TRUE(closed) << k.req.substr(0, 80);
     expect_still_serving(s.port());
@@ -575,7 +496,7 @@ TEST(http_server, refused_head_requests_get_no_body) {
     EXPECT_TRUE(rd.at_eof()) << "body bytes after a HEAD response: " << rd.pending();
     close(fd);
   }
-  // The same error for GET keeps its short text body.
+  // The same error for GET has its JSON body.
   {
     int fd = dial(s.port());
     send_all(fd, "GET / HTTP/1.1\r\n\r\n");
@@ -583,7 +504,8 @@ TEST(http_server, refused_head_requests_get_no_body) {
     response r;
     ASSERT_TRUE(rd.next(&r));
     EXPECT_EQ(r.status, 400);
-    EXPECT_FALSE(r.body.empty());
+    EXPECT_EQ(r.headers["content-type"], "application/json");
+    EXPECT_EQ(r.body.rfind("{\"error\": \"bad_request\", \"message\": ", 0), 0u) << r.body;
     close(fd);
   }
   // Too slow: the 408 for a partial HEAD request has no body either.
@@ -673,10 +595,15 @@ TEST(http_server, http10_404_405) {
   send_all(fd, "GET /nope HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
   ASSERT_TRUE(rd.next(&r));
   EXPECT_EQ(r.status, 404);
+  EXPECT_EQ(r.headers["content-type"], "application/json");
+  EXPECT_EQ(r.body, "{\"error\": \"not_found\", \"message\": \"GET /nope: no such route\"}\n");
   close(fd);
   r = one_shot(s.port(), "DELETE /big HTTP/1.1\r\nHost: t\r\n\r\n");
   EXPECT_EQ(r.status, 405);
   EXPECT_EQ(r.headers["allow"], "GET, HEAD");
+  EXPECT_EQ(r.body,
+            "{\"error\": \"method_not_allowed\", \"message\": \"DELETE /big: method not allowed "
+            "(allowed: GET, HEAD)\"}\n");
 }
 
 TEST(http_server, many_concurrent_connections_with_a_tiny_buffer_ring) {

@@ -172,7 +172,7 @@ int run_serve(const serve_flags& f) {
   }
 
   net::router routes;
-  routes.add("GET", "/healthz", [](const net::http_request&, net::http_response& r) {
+  routes.add("GET", "/healthz", [](net::request_context&, net::http_response& r) {
     r.body = "ok\n";
     r.compressible = false;
     r.cache_control = "no-store";

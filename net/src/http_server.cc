@@ -7,12 +7,15 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
 #include <ctime>
+#include <string>
 
 #include "feedplane/base/ascii.h"
+#include "feedplane/net/json.h"
 
 namespace feedplane::net {
 
@@ -172,12 +175,17 @@ struct http_server::connection {
   bool continue_sent = false;  // "100 Continue" already sent for the current request
   bool awaiting = false;       // a deferred response is outstanding
   uint32_t gen = 0;            // bumped when the slot is released (stale deferrals miss)
+  uint32_t seq = 0;            // bumped per request handled (a late deferred answer misses)
   uint64_t idle_deadline = 0;  // loop ms after which an idle (or stalled-send) conn closes
   std::unique_ptr<deferred_state> dstate;
   enum class tmode : uint8_t { none, idle, request, send, linger, awaiting } tm = tmode::none;
   op_id recv_op;
   size_t send_off = 0;
-  std::string in;       // input of a request that did not arrive in one piece (else empty)
+  // Input of a request that did not arrive in one piece: in.p[0, in_size) (no block when
+  // empty; the block goes back to the server's pool as soon as it empties).
+  input_block in;
+  size_t in_size = 0;
+  size_t in_want = 0;   // bytes the request being received needs (head + body + padding)
   std::string out;      // responses queued behind the send in flight
   std::string sending;  // the send in flight
   request_parser parser;
@@ -207,8 +215,8 @@ struct http_server::connection {
         // Slowloris or a stalled request: answer 408 and close (RFC 9110 15.5.9).
         ++k->srv->stats_.timeouts;
         k->tm = tmode::none;
-        k->srv->write_error(*k, 408, "request not received in time", is_head_request(k->in));
-        k->in.clear();
+        k->srv->write_error(*k, 408, "request not received in time", is_head_request(k->input()));
+        k->in_size = 0;
         k->flush();
         return;
       case tmode::idle:
@@ -219,9 +227,12 @@ struct http_server::connection {
         ++k->srv->stats_.timeouts;
         k->abort();
         return;
+      case tmode::awaiting:
+        k->tm = tmode::none;
+        k->srv->expire_deferred(*k);
+        return;
       case tmode::send:
       case tmode::linger:
-      case tmode::awaiting:
       case tmode::none:
         k->abort();
         return;
@@ -233,9 +244,9 @@ struct http_server::connection {
   void update_timer() {
     if (dead || lingering) return;
     if (awaiting) {
-      // The handler owes an answer: bound the wait by the idle timeout.
-      if (tm != tmode::awaiting) set_timer(tmode::awaiting, srv->opt_.idle_timeout_ms);
-    } else if (!in.empty() || parser.started()) {
+      // The handler owes an answer: 503 if it does not come in time.
+      if (tm != tmode::awaiting) set_timer(tmode::awaiting, srv->opt_.defer_timeout_ms);
+    } else if (in_size != 0 || parser.started()) {
       if (tm != tmode::request) set_timer(tmode::request, srv->opt_.header_timeout_ms);
     } else {
       // Idle or sending: a lazy deadline. Moving it is one store per request; the timer
@@ -282,37 +293,70 @@ struct http_server::connection {
     if (!dead) update_timer();
   }
 
+  std::string_view input() const { return {in.p.get(), in_size}; }
+
+  // Appends to `in`, taking a block from the pool when it has none, growing it when the
+  // request needs more (a pooled block that grew keeps its size for the next request).
+  void append_input(std::string_view data) {
+    const size_t need = std::max(in_size + data.size(), in_want);
+    if (need > in.cap) {
+      if (in.cap == 0) {
+        in = srv->take_input(need);
+      }
+      if (need > in.cap) grow_input(std::max(need, in.cap * 2));
+    }
+    memcpy(in.p.get() + in_size, data.data(), data.size());
+    in_size += data.size();
+  }
+
+  void grow_input(size_t cap) {
+    input_block b{std::make_unique<char[]>(cap + body_padding), cap};  // zeroed
+    if (in_size != 0) memcpy(b.p.get(), in.p.get(), in_size);
+    in = std::move(b);
+  }
+
   void feed(std::string_view data) {
     if (closing) return;  // after a final response, further input is discarded
-    if (paused || !in.empty()) {
-      in.append(data);
+    if (paused || in_size != 0) {
+      append_input(data);
       if (!paused) process_in();
       return;
     }
-    size_t used = process(data);
-    if (!closing && used < data.size()) in.assign(data.substr(used));
+    size_t used = process(data, false);
+    if (!closing && used < data.size()) append_input(data.substr(used));
     flush();
   }
 
   void process_in() {
-    size_t used = process(in);
+    // Bodies parsed here sit in `in`, whose block has body_padding bytes past its end.
+    size_t used = process(input(), true);
     if (closing) {
-      in.clear();
-    } else {
-      in.erase(0, used);
+      in_size = 0;
+    } else if (used != 0) {
+      in_size -= used;
+      memmove(in.p.get(), in.p.get() + used, in_size);
     }
-    if (in.empty()) std::string().swap(in);  // rare path (split requests): free at once
-    if (in.capacity() > size_t{64} * 1024 && in.size() < 4096) std::string(in).swap(in);
+    if (in_size == 0) {
+      srv->give_input(in);  // split requests are rare: an idle connection holds no block
+    } else if (in_want > in.cap) {
+      grow_input(in_want);  // the head said how large the body is: one step, not doubling
+    }
     flush();
   }
 
   // Parses and answers complete requests at the front of buf, in order. Returns bytes used.
-  size_t process(std::string_view buf) {
+  // in_block: buf is `in` (bodies there can be parsed in place).
+  size_t process(std::string_view buf, bool in_block) {
     size_t pos = 0;
     // Pipelined requests are answered in one pass and leave in one send.
     while (pos < buf.size() && !closing && !paused && !awaiting) {
       parse_status st = parser.parse(buf.substr(pos), srv->req_);
       if (st == parse_status::incomplete) {
+        // Size `in` once for the whole request when the head says how long the body is
+        // (over by at most the body bytes already here).
+        if (parser.head_done() && in_want == 0 && !srv->req_.chunked) {
+          in_want = buf.size() - pos + size_t(srv->req_.content_length) + body_padding;
+        }
         // RFC 9110 10.1.1: the client waits for 100 before sending the body.
         if (parser.head_done() && srv->req_.expect_continue && !continue_sent &&
             srv->req_.version_minor >= 1) {
@@ -329,7 +373,8 @@ struct http_server::connection {
       }
       pos += parser.consumed();
       continue_sent = false;
-      srv->handle(*this, srv->req_);
+      in_want = 0;
+      srv->handle(*this, srv->req_, in_block);
       parser.reset();
       tm = tm == tmode::request ? tmode::none : tm;
       if (awaiting) {
@@ -350,7 +395,7 @@ struct http_server::connection {
 
   void resume() {
     paused = false;
-    if (!in.empty()) process_in();
+    if (in_size != 0) process_in();
     if (!dead && !closing) arm_recv();
   }
 
@@ -452,49 +497,10 @@ void http_response::clear() {
   later = deferred_response();
 }
 
-// ---- router ----
-
-void router::add(std::string_view method, std::string path, route_handler h) {
-  routes_.push_back({std::string(method), std::move(path), false, std::move(h)});
-}
-
-void router::add_prefix(std::string_view method, std::string prefix, route_handler h) {
-  routes_.push_back({std::string(method), std::move(prefix), true, std::move(h)});
-}
-
-const route_handler* router::find(std::string_view method, std::string_view path, int* status,
-                                  std::string* allow) const {
-  const route* best = nullptr;
-  bool path_known = false;
-  allow->clear();
-  for (const route& r : routes_) {
-    bool hit = r.prefix ? path.substr(0, r.path.size()) == r.path : path == r.path;
-    if (!hit) continue;
-    path_known = true;
-    bool method_ok = r.method == method || (method == "HEAD" && r.method == "GET");
-    if (!method_ok) {
-      if (allow->find(r.method) == std::string::npos) {
-        if (!allow->empty()) allow->append(", ");
-        allow->append(r.method);
-        if (r.method == "GET") allow->append(", HEAD");
-      }
-      continue;
-    }
-    // Exact beats prefix; a longer prefix beats a shorter one.
-    if (best == nullptr || (!r.prefix && best->prefix) ||
-        (r.prefix && best->prefix && r.path.size() > best->path.size())) {
-      best = &r;
-    }
-  }
-  if (best != nullptr) return &best->h;
-  *status = path_known ? 405 : 404;
-  return nullptr;
-}
-
 // ---- server ----
 
-http_server::http_server(loop& l, const router& routes, const server_options& opt)
-    : loop_(l), routes_(routes), opt_(opt) {
+http_server::http_server(loop& l, const router& routes, const server_options& opt, void* context)
+    : loop_(l), routes_(routes), opt_(opt), context_(context) {
   accept_retry_.set(&http_server::on_accept_retry, this);
   gz_ = libdeflate_alloc_compressor(6);
 }
@@ -567,6 +573,7 @@ http_server::connection* http_server::alloc_connection() {
   k->peer_closed = k->paused = k->continue_sent = false;
   k->tm = connection::tmode::none;
   k->send_off = 0;
+  k->in_want = 0;
   k->parser = request_parser(opt_.limits);
   k->t.set(&connection::on_timer, k);
   return k;
@@ -581,7 +588,8 @@ void http_server::release(connection& k) {
   k.awaiting = false;
   loop_.disarm(k.t);
   // Idle pool slots keep no buffers: 10,000 idle connections cost only their slots.
-  std::string().swap(k.in);
+  k.in_size = 0;
+  give_input(k.in);
   give_buffer(k.out);
   give_buffer(k.sending);
   k.parser = request_parser(opt_.limits);
@@ -602,8 +610,7 @@ size_t http_server::connection_memory() const {
   size_t total = chunks_.size() * 64 * sizeof(connection) + all_.capacity() * sizeof(void*) +
                  free_.capacity() * sizeof(void*);
   for (const connection* k : all_) {
-    total +=
-        k->in.capacity() + k->out.capacity() + k->sending.capacity() + k->parser.body_capacity();
+    total += k->in.cap + k->out.capacity() + k->sending.capacity() + k->parser.body_capacity();
   }
   return total;
 }
@@ -626,6 +633,35 @@ void http_server::give_buffer(std::string& s) {
   }
 }
 
+http_server::input_block http_server::take_input(size_t want) {
+  // The smallest pooled block that is large enough, else the largest (the caller grows it).
+  size_t best = in_pool_.size();
+  for (size_t i = 0; i < in_pool_.size(); ++i) {
+    const size_t c = in_pool_[i].cap;
+    if (best == in_pool_.size()) {
+      best = i;
+      continue;
+    }
+    const size_t b = in_pool_[best].cap;
+    if (c >= want ? (b < want || c < b) : (b < want && c > b)) best = i;
+  }
+  if (best == in_pool_.size()) return {};
+  input_block b = std::move(in_pool_[best]);
+  in_pool_[best] = std::move(in_pool_.back());
+  in_pool_.pop_back();
+  in_pool_bytes_ -= b.cap;
+  return b;
+}
+
+void http_server::give_input(input_block& b) {
+  if (b.cap == 0) return;
+  if (in_pool_bytes_ + b.cap <= opt_.input_pool_bytes) {
+    in_pool_bytes_ += b.cap;
+    in_pool_.push_back(std::move(b));
+  }
+  b = {};
+}
+
 std::string_view http_server::date() {
   const int64_t now = int64_t(::time(nullptr));
   if (now != date_sec_) {
@@ -635,24 +671,26 @@ std::string_view http_server::date() {
   return {date_, 29};
 }
 
-void http_server::handle(connection& k, const http_request& req) {
+void http_server::handle(connection& k, const http_request& req, bool body_in_place) {
   ++stats_.requests;
   resp_.clear();
   resp_.later.srv_ = this;
   resp_.later.conn_ = &k;
   resp_.later.gen_ = k.gen;
-  int status = 0;
-  std::string allow;
-  const route_handler* h = routes_.find(req.method, req.path, &status, &allow);
-  if (h == nullptr) {
-    resp_.status = status;
-    resp_.compressible = false;
-    resp_.set_body(status == 404 ? "not found\n" : "method not allowed\n");
-    if (status == 405) {
-      resp_.extra_headers.append("Allow: ").append(allow).append("\r\n");
+  resp_.later.seq_ = ++k.seq;
+  routes_.find(req.method, req.path, &match_);
+  if (match_.handler == nullptr) {
+    msg_.assign(req.method).append(" ").append(req.path);
+    if (match_.status == 405) {
+      msg_.append(": method not allowed (allowed: ").append(match_.allow).append(")");
+      set_json_error(resp_, 405, "method_not_allowed", msg_);
+      resp_.extra_headers.append("Allow: ").append(match_.allow).append("\r\n");
+    } else {
+      msg_.append(": no such route");
+      set_json_error(resp_, 404, "not_found", msg_);
     }
-  } else {
-    (*h)(req, resp_);
+  } else if (prepare_context(req, body_in_place)) {
+    (*match_.handler)(rctx_, resp_);
   }
   if (resp_.defer) {
     if (!k.dstate) k.dstate = std::make_unique<deferred_state>();
@@ -670,23 +708,36 @@ void http_server::handle(connection& k, const http_request& req) {
 }
 
 bool deferred_response::complete(http_response& r) const {
-  return srv_ != nullptr && srv_->complete_deferred(conn_, gen_, r);
+  return srv_ != nullptr && srv_->complete_deferred(conn_, gen_, seq_, r);
 }
 
-bool http_server::complete_deferred(void* conn, uint32_t gen, http_response& r) {
+bool http_server::complete_deferred(void* conn, uint32_t gen, uint32_t seq, http_response& r) {
   auto* k = static_cast<connection*>(conn);
-  if (!k->in_use || k->gen != gen || k->dead || !k->awaiting) return false;
-  const deferred_state& d = *k->dstate;
-  request_meta m{d.method, d.inm, d.ims, d.ae, d.keep_alive, d.version_minor};
-  write_response(*k, m, r);
-  k->awaiting = false;
-  k->tm = connection::tmode::none;
-  if (!d.keep_alive) k->closing = true;
-  if (k->paused && !k->closing && k->out.size() < opt_.output_high_water / 2) k->resume();
-  if (k->dead) return true;
-  k->flush();
-  if (!k->dead) k->update_timer();
+  if (!k->in_use || k->gen != gen || k->seq != seq || k->dead || !k->awaiting) return false;
+  finish_deferred(*k, r);
   return true;
+}
+
+void http_server::expire_deferred(connection& k) {
+  ++stats_.deferred_timeouts;
+  timeout_resp_.clear();
+  msg_.assign("no answer within ");
+  msg_.append(std::to_string(opt_.defer_timeout_ms)).append(" ms; try again");
+  set_unavailable(timeout_resp_, msg_, 1, "timeout");
+  finish_deferred(k, timeout_resp_);
+}
+
+void http_server::finish_deferred(connection& k, http_response& r) {
+  const deferred_state& d = *k.dstate;
+  request_meta m{d.method, d.inm, d.ims, d.ae, d.keep_alive, d.version_minor};
+  write_response(k, m, r);
+  k.awaiting = false;
+  k.tm = connection::tmode::none;
+  if (!d.keep_alive) k.closing = true;
+  if (k.paused && !k.closing && k.out.size() < opt_.output_high_water / 2) k.resume();
+  if (k.dead) return;
+  k.flush();
+  if (!k.dead) k.update_timer();
 }
 
 void http_server::write_response(connection& k, const request_meta& req, http_response& r) {
@@ -773,14 +824,16 @@ void http_server::write_error(connection& k, int status, const char* reason, boo
   o.append(reason_phrase(status));
   o.append("\r\nServer: feedplane\r\nDate: ");
   o.append(date());
-  o.append("\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ");
-  const size_t len = strlen(reason) + 1;
-  append_num(o, len);
+  o.append("\r\nContent-Type: application/json\r\nContent-Length: ");
+  err_body_.assign("{\"error\": ");
+  append_json_string(error_code(status), err_body_);
+  err_body_.append(", \"message\": ");
+  append_json_string(reason, err_body_);
+  err_body_.append("}\n");
+  append_num(o, err_body_.size());
   o.append("\r\nConnection: close\r\n\r\n");
-  if (!head) {  // RFC 9110 9.3.2: a response to HEAD has no content, errors included
-    o.append(reason);
-    o.push_back('\n');
-  }
+  // RFC 9110 9.3.2: a response to HEAD has no content, errors included.
+  if (!head) o.append(err_body_);
   k.closing = true;
 }
 

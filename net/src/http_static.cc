@@ -107,12 +107,10 @@ std::string_view static_files::etag(std::string_view name) const {
 
 void static_files::add_routes(router& r, const std::string& prefix) const {
   const size_t plen = prefix.size();
-  r.add_prefix("GET", prefix, [this, plen](const http_request& req, http_response& resp) {
-    const file* f = find(req.path.substr(plen));
+  r.add_prefix("GET", prefix, [this, plen](request_context& c, http_response& resp) {
+    const file* f = find(c.request().path.substr(plen));
     if (f == nullptr) {
-      resp.status = 404;
-      resp.compressible = false;
-      resp.body = "not found\n";
+      set_json_error(resp, 404, "not_found", "no such file");
       return;
     }
     resp.content_type = f->content_type;

@@ -1,11 +1,25 @@
 // HTTP/1.1 server on one shard's loop: multishot accept and multishot recv with provided
 // buffers, keep-alive, pipelined requests answered in order, limits (414/431/413),
-// header/idle timeouts (408 + close), HEAD, conditional GET (304), gzip, a route table.
+// header/idle timeouts (408 + close), HEAD, conditional GET (304), gzip, a route table with
+// path parameters and decoded query strings, JSON errors, deferred answers with a deadline.
 //
 // One http_server per shard, all sharing nothing; each accepts on its own SO_REUSEPORT
-// listener. Handlers run on the shard thread and fill an http_response synchronously.
+// listener. Handlers run on the shard thread and fill an http_response synchronously (or
+// defer it). The router is immutable once serving starts, so one may be shared by every
+// shard; per-shard state reaches a handler through the server's context pointer
+// (request_context::context(), the shard in dataplane).
+//
+// Errors. Every error the server answers itself, and every error a handler answers with
+// set_json_error(), is `{"error": CODE, "message": TEXT}` with Content-Type
+// application/json (no body for HEAD). CODE is stable, for programs; TEXT is for people:
+//   400 bad_request (malformed request), invalid_query (query string), invalid_path
+//       (a path parameter's percent escape); 404 not_found; 405 method_not_allowed (with
+//   Allow); 408 request_timeout; 413 payload_too_large; 414 uri_too_long;
+//   431 header_fields_too_large; 501 not_implemented; 505 http_version_not_supported;
+//   503 timeout (a deferred answer that did not come in time, with Retry-After: 1).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -23,12 +37,20 @@ namespace feedplane::net {
 class http_server;
 struct http_response;
 
+// Bytes readable after the end of request_context::padded_body(): SIMDJSON_PADDING (64), so
+// dataplane parses a body in place with
+//   simdjson::padded_string_view(b.data(), b.size(), b.size() + net::body_padding)
+// (net does not link simdjson; dataplane static_asserts SIMDJSON_PADDING <= body_padding).
+inline constexpr size_t body_padding = 64;
+
 // A request answered later: a handler that cannot answer at once (the state it needs lives
 // on another shard, say) copies http_response::later, sets http_response::defer and returns;
 // whoever has the answer calls later.complete(response) on the same shard's thread. The
 // connection answers nothing else meanwhile (pipelined requests wait, in order; reading
-// pauses). If the client went away first, complete() returns false and does nothing; if
-// complete() never comes, the connection is closed after the idle timeout.
+// pauses). If complete() does not come within server_options::defer_timeout_ms the client
+// gets 503 {"error": "timeout"} with Retry-After: 1 and the connection goes on with the
+// next pipelined request. complete() returns false and does nothing when the answer is no
+// longer wanted: the client went away, or the 503 was already sent.
 class deferred_response {
  public:
   bool complete(http_response& r) const;
@@ -38,7 +60,8 @@ class deferred_response {
   friend class http_server;
   http_server* srv_ = nullptr;
   void* conn_ = nullptr;
-  uint32_t gen_ = 0;
+  uint32_t gen_ = 0;  // the connection slot's generation (bumped when it is released)
+  uint32_t seq_ = 0;  // the request's number on that connection (a late answer misses)
 };
 
 // What a route handler fills. The server reuses one per shard; views must stay valid until
@@ -65,27 +88,145 @@ struct http_response {
   void clear();
 };
 
-using route_handler = std::function<void(const http_request&, http_response&)>;
+// The error shape of the server and of the API: status, Content-Type application/json,
+// body {"error": CODE, "message": MESSAGE} (MESSAGE JSON-escaped; it must not point into
+// r.storage, which holds the body). Clears body, gzip_body, etag and last_modified; keeps
+// extra_headers. Reuses r.storage: no allocation once it has grown.
+void set_json_error(http_response& r, int status, std::string_view code, std::string_view message);
+// Backpressure (a full ring): 503 {"error": code, "message": ...} with Retry-After.
+void set_unavailable(http_response& r, std::string_view message, uint32_t retry_after_s = 1,
+                     std::string_view code = "unavailable");
+// The stable CODE for a status the server answers itself ("not_found" for 404, ...).
+std::string_view error_code(int status);
 
-// The route table: exact paths and path prefixes, per method. A GET route also answers
-// HEAD. Later issues add their routes here; lookups are a linear scan of a short table.
-class router {
+struct path_param {
+  std::string_view name;   // as in the pattern ("token" for {token})
+  std::string_view value;  // percent-decoded
+};
+
+struct query_param {
+  std::string_view name;  // percent-decoded, '+' read as a space
+  std::string_view value;
+};
+
+// A request's query string split at '&' and '=' and decoded, in order; repeated names kept.
+// "a&b=" gives a = "" and b = "". Views live until the handler returns.
+class query_string {
  public:
-  void add(std::string_view method, std::string path, route_handler h);
-  void add_prefix(std::string_view method, std::string prefix, route_handler h);
-  // The handler for (method, path), or null with *status = 404 (no such path) or 405
-  // (path exists, method not; *allow lists the methods).
-  const route_handler* find(std::string_view method, std::string_view path, int* status,
-                            std::string* allow) const;
+  static constexpr uint32_t capacity = 64;  // more parameters: 400 invalid_query
+
+  // The first parameter named `name`, or the next one after `after` (repeated names:
+  // for (auto* p = q.find("tag"); p; p = q.find("tag", p)) ...); null when there is none.
+  const query_param* find(std::string_view name, const query_param* after = nullptr) const;
+  // The value of the first parameter named `name`, or `absent`.
+  std::string_view get(std::string_view name, std::string_view absent = {}) const;
+  bool has(std::string_view name) const { return find(name) != nullptr; }
+  uint32_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const query_param& operator[](uint32_t i) const { return items_[i]; }
+  const query_param* begin() const { return items_; }
+  const query_param* end() const { return items_ + size_; }
 
  private:
-  struct route {
+  friend class http_server;
+  query_param items_[capacity];
+  uint32_t size_ = 0;
+};
+
+// What a handler gets besides the response to fill: the request, its path parameters and
+// query string (both decoded), the body ready for simdjson, and the server's context
+// pointer. One per server, reused: nothing here allocates per request. Valid until the
+// handler returns (copy what a deferred answer needs).
+class request_context {
+ public:
+  static constexpr uint32_t max_params = 8;
+
+  const http_request& request() const { return *req_; }
+  // The pointer the http_server was constructed with (the shard, in dataplane).
+  void* context() const { return ctx_; }
+  template <class T>
+  T& context_as() const {
+    return *static_cast<T*>(ctx_);
+  }
+  // The value of path parameter `name` ("" if the route has none of that name).
+  std::string_view param(std::string_view name) const;
+  uint32_t param_count() const { return param_count_; }
+  const path_param& param_at(uint32_t i) const { return params_[i]; }
+  const query_string& query() const { return query_; }
+  // The body with body_padding readable bytes after its end. In place (no copy) when the
+  // request arrived over several receives, as every body larger than a receive buffer
+  // does; otherwise copied once into a per-server scratch buffer that is reused.
+  std::string_view padded_body();
+
+ private:
+  friend class http_server;
+  const http_request* req_ = nullptr;
+  void* ctx_ = nullptr;
+  bool body_in_place_ = false;           // body has body_padding readable bytes after it
+  std::string* body_scratch_ = nullptr;  // the server's, for bodies that must be copied
+  uint32_t param_count_ = 0;
+  path_param params_[max_params];
+  query_string query_;
+};
+
+using route_handler = std::function<void(request_context&, http_response&)>;
+
+// The route table.
+//
+// A pattern is '/'-separated segments; each is a literal ("api", "sources:import") or a
+// parameter "{name}", optionally followed by a literal suffix in the same segment
+// ("{token}.atom"). A parameter matches one non-empty segment without its suffix, never
+// across '/'; its value is percent-decoded (a malformed escape is 400 invalid_path).
+// Literals match the raw path bytes. add_prefix() routes match every path starting with
+// the prefix ("/static/"). Precedence when several routes match a path:
+//   1. a pattern beats a prefix; a longer prefix beats a shorter one;
+//   2. between patterns, the leftmost segment where they differ decides: a literal beats a
+//      parameter, and between parameters the longer literal suffix wins. So
+//      /api/sources:import beats /api/{name}, /f/{token}.atom beats /f/{token} (on
+//      /f/abc.atom, token = "abc"), and /api/sources/{id} never sees /api/sources:import
+//      (another number of segments).
+// The best match names the resource; when it has no handler for the method the answer is
+// 405 with Allow listing its methods. A GET handler also answers HEAD.
+class router {
+ public:
+  // Throws std::invalid_argument (at set-up, never while serving) on a malformed pattern,
+  // more than request_context::max_params parameters or 16 segments, a (method, pattern)
+  // added twice, or two patterns of one shape with different parameter names.
+  void add(std::string_view method, std::string_view pattern, route_handler h);
+  void add_prefix(std::string_view method, std::string_view prefix, route_handler h);
+
+  struct match {
+    const route_handler* handler = nullptr;  // null: `status` says why
+    int status = 0;                          // 404, or 405 with `allow`
+    std::string_view allow;                  // "GET, HEAD, POST"
+    uint32_t param_count = 0;
+    path_param params[request_context::max_params];  // raw values (not yet decoded)
+  };
+  // Fills *m for (method, path). Never allocates.
+  void find(std::string_view method, std::string_view path, match* m) const;
+
+  static constexpr uint32_t max_segments = 16;
+
+ private:
+  struct segment {
+    std::string literal;  // the whole segment, or a parameter's suffix
+    int param = -1;       // parameter index, -1 for a literal segment
+  };
+  struct method_handler {
     std::string method;
-    std::string path;
-    bool prefix = false;
     route_handler h;
   };
-  std::vector<route> routes_;
+  struct resource {
+    std::string pattern;
+    bool prefix = false;
+    std::vector<segment> segments;
+    std::vector<std::string> param_names;
+    std::vector<method_handler> handlers;
+    std::string allow;
+  };
+  void add_resource(std::string_view method, resource r, route_handler h);
+  bool match_segments(const resource& r, const std::string_view* segs, match* m) const;
+  std::vector<resource> resources_;  // in precedence order: the first match wins
 };
 
 struct server_options {
@@ -96,19 +237,25 @@ struct server_options {
   bool gzip = true;
   uint32_t gzip_min_bytes = 256;
   uint32_t output_high_water = 256 * 1024;  // stop reading pipelined requests above this
+  uint32_t defer_timeout_ms = 10'000;       // deferred answer not completed: 503 + Retry-After
+  // Input blocks (requests that span receives, large bodies) kept for reuse, in bytes.
+  size_t input_pool_bytes = size_t{8} << 20;
 };
 
 struct server_stats {
   uint64_t accepted = 0;
   uint64_t requests = 0;
-  uint64_t errors_4xx = 0;  // 4xx and 5xx answers, parser errors included
-  uint64_t timeouts = 0;    // 408 sent or idle connection closed
-  uint64_t open = 0;        // connections open now
+  uint64_t errors_4xx = 0;         // 4xx and 5xx answers, parser errors included
+  uint64_t timeouts = 0;           // 408 sent or idle connection closed
+  uint64_t deferred_timeouts = 0;  // 503 sent for a deferred answer that did not come
+  uint64_t open = 0;               // connections open now
 };
 
 class http_server {
  public:
-  http_server(loop& l, const router& routes, const server_options& opt);
+  // context: opaque, handed to every handler (request_context::context()); the server
+  // never dereferences it. routes must outlive the server.
+  http_server(loop& l, const router& routes, const server_options& opt, void* context = nullptr);
   // Destroy only after the loop stopped running: connections' ops hold pointers here.
   ~http_server();
   http_server(const http_server&) = delete;
@@ -121,6 +268,9 @@ class http_server {
   const server_stats& stats() const { return stats_; }
   // Bytes of heap owned by connection state now (pool slots + buffers), for measurements.
   size_t connection_memory() const;
+  // Bytes of input blocks held for reuse (bounded by server_options::input_pool_bytes).
+  size_t input_pool_memory() const { return in_pool_bytes_; }
+  void* context() const { return context_; }
 
   struct connection;  // private to http_server.cc
   struct request_meta;
@@ -131,10 +281,16 @@ class http_server {
   static void on_accept_retry(void* self);
   connection* alloc_connection();
   void release(connection& k);
-  void handle(connection& k, const http_request& req);
+  // body_in_place: req's body sits in a connection input block (body_padding after it).
+  void handle(connection& k, const http_request& req, bool body_in_place);
+  // Decodes path parameters and the query string into rctx_; false: resp_ holds the 400.
+  bool prepare_context(const http_request& req, bool body_in_place);
   void write_response(connection& k, const request_meta& req, http_response& r);
   friend class deferred_response;
-  bool complete_deferred(void* conn, uint32_t gen, http_response& r);
+  bool complete_deferred(void* conn, uint32_t gen, uint32_t seq, http_response& r);
+  // Sends a deferred request's answer, then goes on with what waited behind it.
+  void finish_deferred(connection& k, http_response& r);
+  void expire_deferred(connection& k);
   // head: the request being refused is a HEAD (its raw bytes say so): no body.
   void write_error(connection& k, int status, const char* reason, bool head);
   std::string_view date();
@@ -143,9 +299,21 @@ class http_server {
   void take_buffer(std::string& s);
   void give_buffer(std::string& s);
 
+  // A heap block for input that spans receives; body_padding zeroed bytes follow `cap`.
+  struct input_block {
+    std::unique_ptr<char[]> p;
+    size_t cap = 0;
+  };
+  // Input blocks are lent like output buffers: a connection holds one only while a request
+  // is split across receives, and a 100 KB body reuses a pooled block instead of growing a
+  // fresh string each time. take_input returns a block of at least `want` bytes.
+  input_block take_input(size_t want);
+  void give_input(input_block& b);
+
   loop& loop_;
   const router& routes_;
   server_options opt_;
+  void* context_ = nullptr;
   int listen_fd_ = -1;
   op_id accept_op_;
   bool accepting_ = false;
@@ -159,6 +327,16 @@ class http_server {
 
   http_request req_;    // scratch for the request being handled (one per shard)
   http_response resp_;  // scratch response (reused, keeps capacity)
+  router::match match_;
+  request_context rctx_;
+  std::unique_ptr<char[]> decoded_;  // percent-decoded params and query (request-line sized)
+  size_t decoded_cap_ = 0;
+  std::string body_scratch_;  // bodies copied for padded_body()
+  std::string msg_;           // error messages being composed
+  std::string err_body_;      // write_error's JSON body
+  http_response timeout_resp_;
+  std::vector<input_block> in_pool_;
+  size_t in_pool_bytes_ = 0;
   libdeflate_compressor* gz_ = nullptr;
   std::string gz_buf_;
   std::vector<std::string> buf_pool_;
