@@ -13,6 +13,8 @@
 #include <string>
 #include <string_view>
 
+#include "feedplane/net/http_header.h"
+
 namespace feedplane::net {
 
 struct request_limits {
@@ -20,11 +22,6 @@ struct request_limits {
   uint32_t max_header_bytes = 32 * 1024;  // 431 beyond (all header lines together)
   uint32_t max_headers = 100;             // 431 beyond
   uint32_t max_body = 1024 * 1024;        // 413 beyond (decoded size for chunked)
-};
-
-struct http_header {
-  std::string_view name;
-  std::string_view value;
 };
 
 // A parsed request. Views point into the parse() input (the body of a chunked request into

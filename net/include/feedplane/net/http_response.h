@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "feedplane/net/fetch_error.h"
+#include "feedplane/net/http_header.h"
 
 namespace feedplane::net {
 
@@ -20,11 +21,6 @@ struct response_limits {
   uint32_t max_header_bytes = 64 * 1024;  // status line + headers (+ interim responses, trailers)
   uint32_t max_headers = 100;
   uint64_t max_body = uint64_t{8} * 1024 * 1024;  // body bytes after de-chunking, before decoding
-};
-
-struct http_header {
-  std::string_view name;   // as sent
-  std::string_view value;  // trimmed; obs-folds replaced by spaces
 };
 
 enum class body_framing : uint8_t { none, length, chunked, close };
