@@ -151,7 +151,7 @@ std::string render_prometheus(const std::vector<metric_sample>& samples) {
       o += "_sum";
       o += with_labels(labels, {});
       o += ' ';
-      append_value(o, double(s.hist.sum));
+      append_value(o, double(s.hist.sum) * s.unit);
       o += '\n';
       o += name;
       o += "_count";

@@ -76,22 +76,21 @@ shard::~shard() {
 }
 
 bool shard::can_send(uint32_t target) const {
-  return target == index_ || outstanding_[target] < mesh_.options().max_outstanding;
+  return outstanding_[target] < mesh_.options().max_outstanding;
 }
 
 bool shard::send(uint32_t target, task_ptr& t) {
   check_owner();
   t->from = index_;
   t->to = target;
-  if (target == index_) {
-    task_ptr local = std::move(t);
-    local->run(*this);
-    local->done(*this);
-    return true;
-  }
   if (!can_send(target)) {
     stall_send_->add();
     return false;
+  }
+  if (target == index_) {
+    ++outstanding_[target];
+    local_.push_back(std::move(t));  // bounded by max_outstanding
+    return true;
   }
   t->returning = false;
   // Cannot fail: outstanding < max_outstanding and the ring holds twice that.
@@ -133,6 +132,7 @@ void shard::flush() {
 }
 
 bool shard::inbound_pending() {
+  if (!local_.empty()) return true;
   for (uint32_t j = 0; j < mesh_.size(); ++j) {
     if (j != index_ && mesh_.control(j, index_).has_published()) return true;
   }
@@ -147,6 +147,18 @@ bool shard::turn() {
   const uint32_t batch = mesh_.options().batch;
   const uint32_t n = mesh_.size();
   int64_t occ_control = 0;
+  // 0. Tasks this shard sent itself last turn (run and done here, in order).
+  if (!local_.empty()) {
+    local_run_.swap(local_);
+    for (task_ptr& t : local_run_) {
+      task_ptr mine = std::move(t);
+      --outstanding_[index_];
+      mine->run(*this);
+      tasks_run_->add();
+      mine->done(*this);
+    }
+    local_run_.clear();
+  }
   // 1. Control first: requests from peers run here and go back; our tasks come home.
   for (uint32_t j = 0; j < n; ++j) {
     if (j == index_) continue;

@@ -136,7 +136,6 @@ class article {
   static void destroy(article* a);
 
   std::atomic<uint32_t> refs_{1};
-  uint32_t pad_ = 0;
   header h_;
   // variable parts follow
 };

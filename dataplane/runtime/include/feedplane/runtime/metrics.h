@@ -33,6 +33,8 @@ struct histogram {
 struct counter {
   uint64_t value = 0;
   void add(uint64_t v = 1) { value += v; }
+  // For a counter another object keeps (the loop's, the server's): copied at scrape time.
+  void mirror(uint64_t v) { value = v; }
 };
 struct gauge {
   int64_t value = 0;
@@ -46,7 +48,8 @@ struct metric_sample {
   std::string help;
   metric_type type = metric_type::counter;
   double value = 0;  // counter, gauge
-  histogram hist;    // histogram (its unit is in the name)
+  histogram hist;    // histogram
+  double unit = 1;   // histogram: bucket bounds and sum are multiplied by this (1e-6: us -> s)
 };
 
 class metrics_registry {

@@ -82,6 +82,8 @@ class mesh {
   // The shard's loop, once it runs (any thread: acquire pairs with set_loop's release).
   net::loop* loop(uint32_t s) const { return loops_[s].load(std::memory_order_acquire); }
   void set_loop(uint32_t s, net::loop* l) { loops_[s].store(l, std::memory_order_release); }
+  // The slot holding shard s's loop (for wake-up callbacks that outlive a lookup).
+  std::atomic<net::loop*>* loop_slot(uint32_t s) { return &loops_[s]; }
 
   // The store thread's notification, called by a shard after it published writes. The
   // store does its own sleeper check. Null until a store is attached (writes then wait).
@@ -136,8 +138,10 @@ class shard {
   void check_owner() const { owner_.check(); }
 
   // ---- cross-shard tasks ----
-  // Sends t to run on `target` (target == index() runs it here, now). False, and t is
-  // left with the caller, when the pair is at its outstanding limit: backpressure.
+  // Sends t to run on `target`. False, and t is left with the caller, when the pair is at
+  // its outstanding limit: backpressure. Never runs t before returning: a task for this
+  // shard itself waits in a local queue for the next turn, like any other, so a caller
+  // may send and then finish what it was doing (an HTTP handler deferring its answer).
   bool send(uint32_t target, task_ptr& t);
   bool can_send(uint32_t target) const;
 
@@ -148,6 +152,10 @@ class shard {
   bool store_streamed() const { return streamed_; }
 
   void set_listener(shard_listener* l) { listener_ = l; }
+  // An opaque pointer for the application (dataplane's per-shard context); tasks reach
+  // the target shard's state through it.
+  void set_context(void* c) { context_ = c; }
+  void* context() const { return context_; }
 
   // The loop's turn hook (installed by the constructor): drain, flush, sleep or not.
   bool turn();
@@ -163,8 +171,10 @@ class shard {
   owner_check owner_;
   metrics_registry metrics_;
   shard_listener* listener_ = nullptr;
-  std::vector<uint32_t> outstanding_;  // tasks out at each peer (origin side)
-  std::vector<uint8_t> dirty_;         // control rings staged into this turn
+  void* context_ = nullptr;
+  std::vector<uint32_t> outstanding_;        // tasks out at each peer (origin side)
+  std::vector<task_ptr> local_, local_run_;  // tasks for this shard itself, next turn
+  std::vector<uint8_t> dirty_;               // control rings staged into this turn
   bool writes_dirty_ = false;
   bool streamed_ = false;
 
