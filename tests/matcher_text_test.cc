@@ -94,6 +94,56 @@ TEST(MatcherText, Markup) {
   EXPECT_EQ(visible("plain text stays"), "plain text stays");
 }
 
+// One entity decoder (decode_char_ref) for html_to_text and the feed parser: HTML5's full
+// table, windows-1252 for &#128;..&#159;, and a ';' required, as the feed parser had it.
+TEST(MatcherText, CharacterReferences) {
+  // Names with digits and names beyond HTML 4 (the matcher's old table had neither).
+  EXPECT_EQ(visible("&frac12; &sup2; &check; &Rarr; &nbsp;|"),
+            "\u00bd \u00b2 \u2713 \u21a0 \u00a0|");
+  EXPECT_EQ(visible("&#150;&#x80;&#X9f;"), "\u2013\u20ac\u0178");
+  EXPECT_EQ(visible("&#0;&#xD800;&#x110000;&#99999999999;"), "\ufffd\ufffd\ufffd\ufffd");
+  EXPECT_EQ(visible("?a=1&copy=2 &#233t &amp &#; &#x; &#12a;"),
+            "?a=1&copy=2 &#233t &amp &#; &#x; &#12a;");
+  EXPECT_EQ(visible("&bogus; &AMP; &LT;&Auml;"), "&bogus; & <\u00c4");
+
+  struct ref_case {
+    std::string_view in;
+    size_t used;
+    fm::char_ref kind;
+    std::string_view out;
+  };
+  for (const auto& c : std::initializer_list<ref_case>{
+           {"&amp;x", 5, fm::char_ref::xml, "&"},
+           {"&apos;", 6, fm::char_ref::xml, "'"},
+           {"&eacute;", 8, fm::char_ref::html, "\u00e9"},
+           {"&CounterClockwiseContourIntegral;", 33, fm::char_ref::html, "\u2233"},
+           {"&#233;", 6, fm::char_ref::numeric, "\u00e9"},
+           {"&#x1F600;", 9, fm::char_ref::numeric, "\U0001F600"},
+           {"&nosuch;", 0, fm::char_ref::unknown, ""},
+           {"&amp", 0, fm::char_ref::none, ""},
+           {"&", 0, fm::char_ref::none, ""},
+           {"& x;", 0, fm::char_ref::none, ""},
+           {"&#12a;", 0, fm::char_ref::none, ""},
+       }) {
+    std::string out = "<";
+    const fm::char_ref_result r = fm::decode_char_ref(c.in, out);
+    EXPECT_EQ(r.used, c.used) << c.in;
+    EXPECT_EQ(r.kind, c.kind) << c.in;
+    EXPECT_EQ(out, "<" + std::string(c.out)) << c.in;
+  }
+  // A name longer than the longest HTML5 name (31) is never looked up.
+  std::string out;
+  EXPECT_EQ(fm::decode_char_ref("&" + std::string(33, 'a') + ";", out).kind, fm::char_ref::none);
+}
+
+TEST(MatcherText, AppendUtf8) {
+  std::string out;
+  for (uint32_t cp : {0x41u, 0xE9u, 0x20ACu, 0x1F600u, 0u, 0xD800u, 0x110000u}) {
+    fm::append_utf8(cp, out);
+  }
+  EXPECT_EQ(out, "A\u00e9\u20ac\U0001F600\ufffd\ufffd\ufffd");
+}
+
 TEST(MatcherText, TargetNamed) {
   const std::string t = fm::tokenizer_target();
   EXPECT_FALSE(t.empty());

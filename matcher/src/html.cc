@@ -13,95 +13,16 @@
 namespace feedplane::matcher {
 namespace {
 
-struct entity {
+struct named_entity {
   std::string_view name;
-  uint32_t code_point;
+  std::string_view value;  // UTF-8
+};
+constexpr named_entity k_html_entities[] = {
+#include "html_entities.inc"
 };
 
-// HTML 4's Latin-1 entities are the code points 160..255 in order.
-constexpr std::string_view k_latin1[96] = {
-    "nbsp",   "iexcl",  "cent",   "pound",  "curren", "yen",    "brvbar", "sect",   "uml",
-    "copy",   "ordf",   "laquo",  "not",    "shy",    "reg",    "macr",   "deg",    "plusmn",
-    "sup2",   "sup3",   "acute",  "micro",  "para",   "middot", "cedil",  "sup1",   "ordm",
-    "raquo",  "frac14", "frac12", "frac34", "iquest", "Agrave", "Aacute", "Acirc",  "Atilde",
-    "Auml",   "Aring",  "AElig",  "Ccedil", "Egrave", "Eacute", "Ecirc",  "Euml",   "Igrave",
-    "Iacute", "Icirc",  "Iuml",   "ETH",    "Ntilde", "Ograve", "Oacute", "Ocirc",  "Otilde",
-    "Ouml",   "times",  "Oslash", "Ugrave", "Uacute", "Ucirc",  "Uuml",   "Yacute", "THORN",
-    "szlig",  "agrave", "aacute", "acirc",  "atilde", "auml",   "aring",  "aelig",  "ccedil",
-    "egrave", "eacute", "ecirc",  "euml",   "igrave", "iacute", "icirc",  "iuml",   "eth",
-    "ntilde", "ograve", "oacute", "ocirc",  "otilde", "ouml",   "divide", "oslash", "ugrave",
-    "uacute", "ucirc",  "uuml",   "yacute", "thorn",  "yuml"};
-
-constexpr entity k_entities[] = {
-    {"amp", '&'},       {"lt", '<'},        {"gt", '>'},       {"quot", '"'},
-    {"apos", '\''},     {"OElig", 0x152},   {"oelig", 0x153},  {"Scaron", 0x160},
-    {"scaron", 0x161},  {"Yuml", 0x178},    {"fnof", 0x192},   {"circ", 0x2C6},
-    {"tilde", 0x2DC},   {"ensp", 0x2002},   {"emsp", 0x2003},  {"thinsp", 0x2009},
-    {"zwnj", 0x200C},   {"zwj", 0x200D},    {"lrm", 0x200E},   {"rlm", 0x200F},
-    {"ndash", 0x2013},  {"mdash", 0x2014},  {"lsquo", 0x2018}, {"rsquo", 0x2019},
-    {"sbquo", 0x201A},  {"ldquo", 0x201C},  {"rdquo", 0x201D}, {"bdquo", 0x201E},
-    {"dagger", 0x2020}, {"Dagger", 0x2021}, {"bull", 0x2022},  {"hellip", 0x2026},
-    {"permil", 0x2030}, {"prime", 0x2032},  {"Prime", 0x2033}, {"lsaquo", 0x2039},
-    {"rsaquo", 0x203A}, {"oline", 0x203E},  {"frasl", 0x2044}, {"euro", 0x20AC},
-    {"trade", 0x2122},  {"larr", 0x2190},   {"rarr", 0x2192},  {"uarr", 0x2191},
-    {"darr", 0x2193},   {"harr", 0x2194},   {"minus", 0x2212}, {"lowast", 0x2217},
-    {"le", 0x2264},     {"ge", 0x2265},     {"ne", 0x2260},    {"asymp", 0x2248},
-    {"infin", 0x221E},  {"hearts", 0x2665}, {"alpha", 0x3B1},  {"beta", 0x3B2},
-    {"gamma", 0x3B3},   {"delta", 0x3B4},   {"pi", 0x3C0},     {"sigma", 0x3C3},
-    {"omega", 0x3C9},   {"mu", 0x3BC},      {"lambda", 0x3BB}, {"theta", 0x3B8},
-};
-
-void append_utf8(uint32_t cp, std::string& out) {
-  if (cp == 0 || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) cp = 0xFFFD;
-  utf8proc_uint8_t buf[4];
-  const utf8proc_ssize_t n = utf8proc_encode_char(static_cast<utf8proc_int32_t>(cp), buf);
-  out.append(reinterpret_cast<const char*>(buf), static_cast<size_t>(n));
-}
-
-// Decodes the entity at s[0] == '&'. Returns the bytes consumed, or 0 if it is not a
-// known entity (then '&' is literal text).
-size_t decode_entity(std::string_view s, std::string& out) {
-  if (s.size() < 3) return 0;
-  if (s[1] == '#') {
-    size_t i = 2;
-    const bool hex = i < s.size() && (s[i] == 'x' || s[i] == 'X');
-    if (hex) ++i;
-    uint32_t cp = 0;
-    size_t digits = 0;
-    for (; i < s.size() && digits < 8; ++i, ++digits) {
-      const char c = s[i];
-      uint32_t v;
-      if (c >= '0' && c <= '9') {
-        v = static_cast<uint32_t>(c - '0');
-      } else if (hex && (c | 0x20) >= 'a' && (c | 0x20) <= 'f') {
-        v = static_cast<uint32_t>((c | 0x20) - 'a' + 10);
-      } else {
-        break;
-      }
-      cp = cp * (hex ? 16 : 10) + v;
-    }
-    if (digits == 0) return 0;
-    if (i < s.size() && s[i] == ';') ++i;
-    append_utf8(cp, out);
-    return i;
-  }
-  size_t i = 1;
-  while (i < s.size() && i < 10 && ((s[i] | 0x20) >= 'a' && (s[i] | 0x20) <= 'z')) ++i;
-  if (i >= s.size() || s[i] != ';') return 0;
-  const std::string_view name = s.substr(1, i - 1);
-  for (size_t k = 0; k < 96; ++k) {
-    if (k_latin1[k] == name) {
-      append_utf8(static_cast<uint32_t>(160 + k), out);
-      return i + 1;
-    }
-  }
-  for (const auto& e : k_entities) {
-    if (e.name == name) {
-      append_utf8(e.code_point, out);
-      return i + 1;
-    }
-  }
-  return 0;
+bool is_alnum(char c) {
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
 }
 
 // Tags that format a run of text without breaking it into separate words.
@@ -142,7 +63,7 @@ void html_to_text(std::string_view s, std::string& out) {
     out.append(s.substr(i, next - i));
     i = next;
     if (s[i] == '&') {
-      const size_t used = decode_entity(s.substr(i), out);
+      const size_t used = decode_char_ref(s.substr(i), out).used;
       if (used == 0) {
         out.push_back('&');
         ++i;
@@ -198,6 +119,65 @@ void html_to_text(std::string_view s, std::string& out) {
     }
     if (!is_inline_tag(name)) out.push_back(' ');
   }
+}
+
+void append_utf8(uint32_t cp, std::string& out) {
+  if (cp == 0 || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) cp = 0xFFFD;
+  utf8proc_uint8_t buf[4];
+  const utf8proc_ssize_t n = utf8proc_encode_char(static_cast<utf8proc_int32_t>(cp), buf);
+  out.append(reinterpret_cast<const char*>(buf), static_cast<size_t>(n));
+}
+
+char_ref_result decode_char_ref(std::string_view s, std::string& out) {
+  // The candidate: '#' and 'x' for a number, then up to 32 letters or digits, then ';'.
+  size_t j = 1;
+  const bool numeric = j < s.size() && s[j] == '#';
+  if (numeric) ++j;
+  const bool hex = numeric && j < s.size() && (s[j] == 'x' || s[j] == 'X');
+  if (hex) ++j;
+  const size_t name_start = j;
+  while (j < s.size() && j - name_start < 32 && is_alnum(s[j])) ++j;
+  if (j == name_start || j >= s.size() || s[j] != ';') return {0, char_ref::none};
+  const std::string_view name = s.substr(name_start, j - name_start);
+  const size_t used = j + 1;
+  if (numeric) {
+    uint32_t cp = 0;
+    for (char c : name) {
+      uint32_t d;
+      if (c >= '0' && c <= '9') {
+        d = static_cast<uint32_t>(c - '0');
+      } else if (hex && base::ascii_lower(c) >= 'a' && base::ascii_lower(c) <= 'f') {
+        d = static_cast<uint32_t>(base::ascii_lower(c) - 'a' + 10);
+      } else {
+        return {0, char_ref::none};
+      }
+      cp = cp * (hex ? 16 : 10) + d;
+      if (cp > 0x10FFFF) cp = 0x110000;  // saturate: becomes U+FFFD
+    }
+    if (cp >= 0x80 && cp <= 0x9F) cp = k_windows1252_c1[cp - 0x80];
+    append_utf8(cp, out);
+    return {used, char_ref::numeric};
+  }
+  // The five XML entities first: they are most of the references in feeds.
+  if (name == "amp") {
+    out.push_back('&');
+  } else if (name == "lt") {
+    out.push_back('<');
+  } else if (name == "gt") {
+    out.push_back('>');
+  } else if (name == "quot") {
+    out.push_back('"');
+  } else if (name == "apos") {
+    out.push_back('\'');
+  } else {
+    const auto* it =
+        std::lower_bound(std::begin(k_html_entities), std::end(k_html_entities), name,
+                         [](const named_entity& e, std::string_view n) { return e.name < n; });
+    if (it == std::end(k_html_entities) || it->name != name) return {0, char_ref::unknown};
+    out.append(it->value);
+    return {used, char_ref::html};
+  }
+  return {used, char_ref::xml};
 }
 
 }  // namespace feedplane::matcher

@@ -10,6 +10,7 @@
 #include <simdjson.h>
 
 #include "feedplane/base/ascii.h"
+#include "feedplane/matcher/text.h"
 #include "internal.h"
 
 namespace feedplane::feed::detail {
@@ -96,11 +97,6 @@ size_t utf8_seq(const unsigned char* s, size_t n, size_t i) {
   return len;
 }
 
-constexpr uint16_t cp1252_high[32] = {
-    0x20AC, 0x0081, 0x201A, 0x0192, 0x201E, 0x2026, 0x2020, 0x2021, 0x02C6, 0x2030, 0x0160,
-    0x2039, 0x0152, 0x008D, 0x017D, 0x008F, 0x0090, 0x2018, 0x2019, 0x201C, 0x201D, 0x2022,
-    0x2013, 0x2014, 0x02DC, 0x2122, 0x0161, 0x203A, 0x0153, 0x009D, 0x017E, 0x0178};
-
 void cp1252_to_utf8(std::string_view in, std::string& out) {
   out.reserve(out.size() + in.size() + in.size() / 8);
   for (char ch : in) {
@@ -108,7 +104,7 @@ void cp1252_to_utf8(std::string_view in, std::string& out) {
     if (c < 0x80) {
       out.push_back(ch);
     } else {
-      append_utf8(c < 0xA0 ? cp1252_high[c - 0x80] : c, out);
+      matcher::append_utf8(c < 0xA0 ? matcher::k_windows1252_c1[c - 0x80] : c, out);
     }
   }
 }
@@ -234,7 +230,7 @@ bool transcoder::iconv_to_utf8(std::string_view enc, std::string_view in, std::s
     }
     // EILSEQ (invalid sequence) or EINVAL (incomplete at the end): one unit -> U+FFFD.
     out.resize(used);
-    append_utf8(0xFFFD, out);
+    matcher::append_utf8(0xFFFD, out);
     note(st, recovery::invalid_bytes_replaced);
     const size_t skip = src_left < unit ? src_left : unit;
     src += skip;
@@ -324,7 +320,7 @@ parse_errc transcoder::to_utf8(std::string_view in, std::string_view content_typ
         for (size_t i = 0; i < in.size();) {
           const size_t len = utf8_seq(s, in.size(), i);
           if (len == 0) {
-            append_utf8(0xFFFD, out);
+            matcher::append_utf8(0xFFFD, out);
             ++i;
             continue;
           }

@@ -1,38 +1,18 @@
-// Entity decoding, base64, trimming and HTML link resolution for feed text.
+// Entity decoding (with the matcher's decoder), base64, trimming and HTML link resolution
+// for feed text.
 #include <algorithm>
 #include <cstring>
 
 #include "feedplane/base/ascii.h"
 #include "feedplane/feed/model.h"
 #include "feedplane/feed/text.h"
+#include "feedplane/matcher/text.h"
 #include "internal.h"
 
 namespace feedplane::feed {
 namespace {
 
-struct named_entity {
-  std::string_view name;
-  std::string_view value;
-};
-constexpr named_entity html_entities[] = {
-#include "html_entities.inc"
-};
-
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f'; }
-bool is_alnum(char c) {
-  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-}
-
-// Windows-1252 meanings of C1 code points, as HTML maps &#128;..&#159;.
-constexpr uint16_t c1_to_cp1252[32] = {
-    0x20AC, 0x0081, 0x201A, 0x0192, 0x201E, 0x2026, 0x2020, 0x2021, 0x02C6, 0x2030, 0x0160,
-    0x2039, 0x0152, 0x008D, 0x017D, 0x008F, 0x0090, 0x2018, 0x2019, 0x201C, 0x201D, 0x2022,
-    0x2013, 0x2014, 0x02DC, 0x2122, 0x0161, 0x203A, 0x0153, 0x009D, 0x017E, 0x0178};
-
-void note(decode_stats& st, recovery r) {
-  st.flags |= static_cast<uint32_t>(r);
-  ++st.events;
-}
 
 }  // namespace
 
@@ -43,6 +23,8 @@ std::string_view recovery_name(int bit) {
       "leading_garbage",        "unparsed_date",          "bad_base64",    "entries_dropped"};
   return bit >= 0 && bit < recovery_count ? names[bit] : std::string_view("unknown");
 }
+
+using detail::note;
 
 void entry::clear() {
   id.clear();
@@ -58,25 +40,6 @@ void entry::clear() {
   enclosures.clear();
 }
 
-void append_utf8(uint32_t cp, std::string& out) {
-  if (cp == 0 || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) cp = 0xFFFD;
-  if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
-
 void decode_entities(std::string_view in, std::string& out, decode_stats& st) {
   size_t i = 0;
   while (i < in.size()) {
@@ -88,72 +51,27 @@ void decode_entities(std::string_view in, std::string& out, decode_stats& st) {
     }
     const size_t a = static_cast<size_t>(static_cast<const char*>(amp) - in.data());
     out.append(in.data() + i, a - i);
-    i = a + 1;
-    // Find the end of a candidate reference: alnum (or '#', 'x') up to 32 chars then ';'.
-    size_t j = i;
-    const bool numeric = j < in.size() && in[j] == '#';
-    if (numeric) ++j;
-    const bool hex = numeric && j < in.size() && (in[j] == 'x' || in[j] == 'X');
-    if (hex) ++j;
-    const size_t name_start = j;
-    while (j < in.size() && j - name_start < 32 && is_alnum(in[j])) ++j;
-    if (j == name_start || j >= in.size() || in[j] != ';') {
-      out.push_back('&');
-      note(st, recovery::bare_ampersand);
-      continue;
-    }
-    const std::string_view name = in.substr(name_start, j - name_start);
-    if (numeric) {
-      uint32_t cp = 0;
-      bool ok = true;
-      for (char c : name) {
-        uint32_t d;
-        if (c >= '0' && c <= '9') {
-          d = static_cast<uint32_t>(c - '0');
-        } else if (hex && c >= 'a' && c <= 'f') {
-          d = static_cast<uint32_t>(c - 'a' + 10);
-        } else if (hex && c >= 'A' && c <= 'F') {
-          d = static_cast<uint32_t>(c - 'A' + 10);
-        } else {
-          ok = false;
-          break;
-        }
-        cp = cp * (hex ? 16 : 10) + d;
-        if (cp > 0x10FFFF) cp = 0x110000;  // saturate: becomes U+FFFD
-      }
-      if (!ok) {
-        out.push_back('&');
+    const matcher::char_ref_result r = matcher::decode_char_ref(in.substr(a), out);
+    switch (r.kind) {
+      case matcher::char_ref::none:
         note(st, recovery::bare_ampersand);
-        continue;
-      }
-      if (cp >= 0x80 && cp <= 0x9F) cp = c1_to_cp1252[cp - 0x80];
-      append_utf8(cp, out);
-      i = j + 1;
-      continue;
-    }
-    if (name == "amp") {
-      out.push_back('&');
-    } else if (name == "lt") {
-      out.push_back('<');
-    } else if (name == "gt") {
-      out.push_back('>');
-    } else if (name == "quot") {
-      out.push_back('"');
-    } else if (name == "apos") {
-      out.push_back('\'');
-    } else {
-      const auto* it =
-          std::lower_bound(std::begin(html_entities), std::end(html_entities), name,
-                           [](const named_entity& e, std::string_view n) { return e.name < n; });
-      if (it != std::end(html_entities) && it->name == name) {
-        out.append(it->value);
-        note(st, recovery::html_entity);
-      } else {
-        out.append(in.data() + a, j + 1 - a);
+        break;
+      case matcher::char_ref::unknown:
         note(st, recovery::undefined_entity);
-      }
+        break;
+      case matcher::char_ref::html:
+        note(st, recovery::html_entity);
+        break;
+      case matcher::char_ref::numeric:
+      case matcher::char_ref::xml:
+        break;
     }
-    i = j + 1;
+    if (r.used == 0) {
+      out.push_back('&');  // the rest of an unknown "&name;" follows as text
+      i = a + 1;
+    } else {
+      i = a + r.used;
+    }
   }
 }
 

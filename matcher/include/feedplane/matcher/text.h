@@ -102,6 +102,37 @@ const char* tokenizer_target();
 // Plain text without '<' or '&' is copied unchanged.
 void html_to_text(std::string_view html, std::string& out);
 
+// What decode_char_ref found at a '&'.
+enum class char_ref : uint8_t {
+  none,     // no complete reference: '&' is text (no ';' within reach, or a bad number)
+  numeric,  // "&#233;" or "&#xE9;"
+  xml,      // one of the five XML entities: &amp; &lt; &gt; &quot; &apos;
+  html,     // any other HTML5 named reference (all 2,125 that end in ';')
+  unknown,  // "&name;" that HTML5 does not name: '&' is text
+};
+struct char_ref_result {
+  size_t used;  // bytes of the reference, '&' and ';' included; 0 for none and unknown
+  char_ref kind;
+};
+
+// Decodes the character reference at the start of s (s[0] == '&') and appends its UTF-8 to
+// out; appends nothing for none and unknown. A reference needs its ';' (the legacy HTML
+// forms without one are text, so URL queries like "?a=1&copy=2" survive); a name or number
+// is at most 32 letters or digits. Numeric references to 0, surrogates and beyond U+10FFFF
+// decode to U+FFFD, and 128..159 to their windows-1252 characters, as HTML5 does. The one
+// entity decoder: html_to_text here and feed's decode_entities both call it.
+char_ref_result decode_char_ref(std::string_view s, std::string& out);
+
+// Appends the UTF-8 encoding of code point cp; 0, surrogates and cp > U+10FFFF become U+FFFD.
+void append_utf8(uint32_t cp, std::string& out);
+
+// windows-1252's characters for the bytes 0x80..0x9F (the five it leaves undefined map to
+// themselves, as WHATWG's index does); 0xA0..0xFF are the same code points as bytes.
+inline constexpr uint16_t k_windows1252_c1[32] = {
+    0x20AC, 0x0081, 0x201A, 0x0192, 0x201E, 0x2026, 0x2020, 0x2021, 0x02C6, 0x2030, 0x0160,
+    0x2039, 0x0152, 0x008D, 0x017D, 0x008F, 0x0090, 0x2018, 0x2019, 0x201C, 0x201D, 0x2022,
+    0x2013, 0x2014, 0x02DC, 0x2122, 0x0161, 0x203A, 0x0153, 0x009D, 0x017E, 0x0178};
+
 namespace detail {
 // The scan kernels, exposed for tests and benchmarks: lower-case ASCII letters of
 // in[0, n) into lower[0, n) and write the positions where runs of word bytes

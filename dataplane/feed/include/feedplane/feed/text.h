@@ -28,12 +28,11 @@ struct decode_stats {
 };
 
 // Appends in to out with XML character references, the five XML entities and HTML named
-// entities decoded. '&' that starts no complete reference (no ';') stays literal: the
-// legacy HTML no-semicolon forms are not decoded, so URL queries like "?a=1&copy=2" survive.
+// entities decoded by matcher::decode_char_ref, counting bare_ampersand, html_entity and
+// undefined_entity in stats. '&' that starts no complete reference (no ';') stays literal:
+// the legacy HTML no-semicolon forms are not decoded, so URL queries like "?a=1&copy=2"
+// survive.
 void decode_entities(std::string_view in, std::string& out, decode_stats& stats);
-
-// Appends the UTF-8 encoding of code point cp (invalid ones become U+FFFD).
-void append_utf8(uint32_t cp, std::string& out);
 
 // Decodes base64 (whitespace ignored) appending to out; false on malformed input.
 bool decode_base64(std::string_view in, std::string& out);
