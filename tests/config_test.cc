@@ -1,6 +1,11 @@
 #include "feedplane/dataplane/config.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
 
 using namespace feedplane::dataplane;
 
@@ -47,6 +52,81 @@ TEST(Config, BadValueIsNamedAndNothingChanges) {
   EXPECT_NE(err.find("expected true or false"), std::string::npos) << err;
   err = load_config_text("[server]\nshards = -1\n", "t.toml", c);
   EXPECT_NE(err.find("'server.shards'"), std::string::npos) << err;
+}
+
+// Every problem is reported with its code, key and line, in file order (toml++ walks tables
+// in key order), and a rejected file changes nothing.
+TEST(Config, EveryProblemByLine) {
+  config c;
+  const auto errs = read_config_text(
+      "[server]\nshards = -1\nlisten = \"nohost\"\ngzip = \"yes\"\n"
+      "[client]\nmax_redirects = 99\nuser_agnt = \"x\"\nuser_agent = \"ok\"\n",
+      "t.toml", c);
+  ASSERT_EQ(errs.size(), 5u);
+  const std::pair<uint32_t, std::string_view> want[] = {{2, "server.shards"},
+                                                        {3, "server.listen"},
+                                                        {4, "server.gzip"},
+                                                        {6, "client.max_redirects"},
+                                                        {7, "client.user_agnt"}};
+  for (size_t i = 0; i < errs.size(); ++i) {
+    EXPECT_EQ(errs[i].line, want[i].first) << i;
+    EXPECT_EQ(errs[i].key, want[i].second) << i;
+    EXPECT_EQ(errs[i].code, i == 4 ? config_errc::unknown_key : config_errc::bad_value) << i;
+    EXPECT_EQ(errs[i].source, "t.toml");
+  }
+  EXPECT_EQ(errs[1].to_string(), "t.toml:3: bad value for 'server.listen': expected ADDR:PORT");
+  EXPECT_EQ(errs[4].to_string(), "t.toml:7: unknown key 'client.user_agnt'");
+  EXPECT_EQ(c.client.user_agent, config().client.user_agent);  // nothing applied
+  // The text form is every problem, one a line.
+  const std::string text =
+      load_config_text("[server]\nshards = -1\n[reflector]\nk = 0\n", "t.toml", c);
+  EXPECT_EQ(text,
+            "t.toml:2: bad value for 'server.shards': must be between 0 and 1024\n"
+            "t.toml:4: bad value for 'reflector.k': must be between 1 and 10000");
+}
+
+TEST(Config, ErrcNamesAndMessages) {
+  EXPECT_EQ(config_errc_name(config_errc::ok), "ok");
+  EXPECT_EQ(config_errc_name(config_errc::cannot_read), "cannot_read");
+  EXPECT_EQ(config_errc_name(config_errc::syntax_error), "syntax_error");
+  EXPECT_EQ(config_errc_name(config_errc::unknown_key), "unknown_key");
+  EXPECT_EQ(config_errc_name(config_errc::bad_value), "bad_value");
+  EXPECT_FALSE(config_errc_message(config_errc::bad_value).empty());
+}
+
+// A directory, a missing file and an oversized file are cannot_read, never an empty file
+// read as all defaults.
+TEST(Config, UnreadableFiles) {
+  char dir[] = "/tmp/config_test.XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  config c;
+  auto errs = read_config_file(dir, c);
+  ASSERT_EQ(errs.size(), 1u);
+  EXPECT_EQ(errs[0].code, config_errc::cannot_read);
+  EXPECT_EQ(errs[0].to_string(), std::string(dir) + ": cannot open config file: it is a directory");
+  const std::string missing = std::string(dir) + "/missing.toml";
+  errs = read_config_file(missing, c);
+  ASSERT_EQ(errs.size(), 1u);
+  EXPECT_EQ(errs[0].code, config_errc::cannot_read);
+  const std::string big = std::string(dir) + "/big.toml";
+  {
+    std::ofstream f(big);
+    f << "# " << std::string(max_config_bytes, 'x') << "\n";
+  }
+  errs = read_config_file(big, c);
+  ASSERT_EQ(errs.size(), 1u);
+  EXPECT_EQ(errs[0].code, config_errc::cannot_read);
+  EXPECT_NE(errs[0].detail.find("larger than"), std::string::npos) << errs[0].detail;
+  const std::string ok = std::string(dir) + "/ok.toml";
+  {
+    std::ofstream f(ok);
+    f << "[client]\nuser_agent = \"from-file\"\n";
+  }
+  EXPECT_TRUE(read_config_file(ok, c).empty());
+  EXPECT_EQ(c.client.user_agent, "from-file");
+  std::remove(big.c_str());
+  std::remove(ok.c_str());
+  rmdir(dir);
 }
 
 TEST(Config, SyntaxErrorHasLine) {

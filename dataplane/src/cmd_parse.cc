@@ -4,18 +4,12 @@
 // one, 2 for a file that cannot be read, 4 for a fetch that failed (error named).
 #include <fmt/format.h>
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <algorithm>
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <memory>
 #include <string>
 
 #include "commands.h"
+#include "feedplane/dataplane/file.h"
 #include "feedplane/feed/parser.h"
 #include "feedplane/feed/render.h"
 #include "feedplane/net/http_client.h"
@@ -31,53 +25,6 @@ struct parse_args {
 };
 
 bool is_url(const std::string& s) { return s.starts_with("http://") || s.starts_with("https://"); }
-
-enum class read_status : uint8_t { ok, too_large, failed };
-
-// Reads the file at path into out, never more than cap + 1 bytes: a larger file (a regular
-// file by its size, before any read; a pipe or device by reading) is too_large, so a 2 GB
-// file costs no memory. failed: *why says what went wrong (a directory is one).
-read_status read_capped(const std::string& path, size_t cap, std::string& out, std::string* why) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    *why = std::strerror(errno);
-    return read_status::failed;
-  }
-  struct closer {
-    int fd;
-    ~closer() { ::close(fd); }
-  } close_fd{fd};
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    *why = std::strerror(errno);
-    return read_status::failed;
-  }
-  if (S_ISDIR(st.st_mode)) {
-    *why = "it is a directory";
-    return read_status::failed;
-  }
-  if (S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) > cap) return read_status::too_large;
-  // Regular files report their size (procfs and sysfs files report 0 and are read the same
-  // way as pipes, up to the cap).
-  out.resize(S_ISREG(st.st_mode) && st.st_size > 0 ? static_cast<size_t>(st.st_size) + 1 : 65536);
-  size_t used = 0;
-  while (true) {
-    if (used == out.size()) {
-      if (out.size() > cap) break;
-      out.resize(std::min(out.size() * 2, cap + 1));
-    }
-    const ssize_t n = ::read(fd, out.data() + used, out.size() - used);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      *why = std::strerror(errno);
-      return read_status::failed;
-    }
-    if (n == 0) break;
-    used += static_cast<size_t>(n);
-  }
-  out.resize(used);
-  return used > cap ? read_status::too_large : read_status::ok;
-}
 
 // One GET with net's HTTP client on a private loop; prints a named error and returns false
 // when there is no 200 response to parse.
@@ -150,7 +97,7 @@ void add_parse_command(CLI::App& app, int* rc) {
       if (base_url.empty()) base_url = r.final_url;             // links resolve where it ended
     } else {
       std::string why;
-      const read_status rs = read_capped(args->source, defaults.max_bytes, bytes, &why);
+      const read_status rs = read_file(args->source, defaults.max_bytes, bytes, &why);
       if (rs == read_status::failed) {
         fmt::print(stderr, "feedplane: parse: cannot open '{}': {}\n", args->source, why);
         *rc = 2;

@@ -3,10 +3,14 @@
 #include <fmt/format.h>
 
 #include <toml++/toml.h>
-#include <fstream>
+
+#include <algorithm>
 #include <functional>
+#include <iterator>
 #include <limits>
 #include <sstream>
+
+#include "feedplane/dataplane/file.h"
 
 namespace feedplane::dataplane {
 namespace {
@@ -140,51 +144,123 @@ std::vector<option_doc> option_docs() {
   return out;
 }
 
-std::string load_config_text(std::string_view text, std::string_view source_name, config& out) {
+namespace {
+struct errc_entry {
+  std::string_view name;
+  std::string_view message;
+};
+// Indexed by the enum value; the static_assert keeps the table in step with it.
+constexpr errc_entry k_errc_table[] = {
+    {"ok", "no error"},
+    {"cannot_read", "the configuration file cannot be read"},
+    {"syntax_error", "the configuration file is not valid TOML"},
+    {"unknown_key", "a key in the configuration file is not an option"},
+    {"bad_value", "an option has a value of the wrong type or out of range"},
+};
+static_assert(std::size(k_errc_table) == static_cast<size_t>(config_errc::bad_value) + 1);
+}  // namespace
+
+std::string_view config_errc_name(config_errc e) {
+  const auto i = static_cast<size_t>(e);
+  return i < std::size(k_errc_table) ? k_errc_table[i].name : "unknown";
+}
+
+std::string_view config_errc_message(config_errc e) {
+  const auto i = static_cast<size_t>(e);
+  return i < std::size(k_errc_table) ? k_errc_table[i].message : "unknown error";
+}
+
+std::string config_error::to_string() const {
+  const std::string where = line == 0 ? source : fmt::format("{}:{}", source, line);
+  switch (code) {
+    case config_errc::unknown_key:
+      return fmt::format("{}: unknown key '{}'{}{}", where, key, detail.empty() ? "" : " ", detail);
+    case config_errc::bad_value:
+      return fmt::format("{}: bad value for '{}': {}", where, key, detail);
+    case config_errc::cannot_read:
+      return fmt::format("{}: cannot open config file: {}", where, detail);
+    default:
+      return fmt::format("{}: {}", where, detail.empty() ? config_errc_message(code) : detail);
+  }
+}
+
+std::vector<config_error> read_config_text(std::string_view text, std::string_view source_name,
+                                           config& out) {
+  std::vector<config_error> errors;
+  const std::string source(source_name);
   toml::table root;
   try {
     root = toml::parse(text, source_name);
   } catch (const toml::parse_error& e) {
     const auto& b = e.source().begin;
-    return fmt::format("{}:{}:{}: {}", source_name, b.line, b.column, e.description());
+    errors.push_back({config_errc::syntax_error,
+                      source,
+                      static_cast<uint32_t>(b.line),
+                      {},
+                      fmt::format("column {}: {}", b.column, e.description())});
+    return errors;
   }
   config next = out;
-  std::string err;
-  // Every key in the file must be a known option: a typo is an error, not a silent default.
+  // Every key in the file must be a known option; every problem is reported, not the first.
   root.for_each([&](const toml::key& section_key, const toml::node& section) {
-    if (!err.empty()) return;
-    auto line = section_key.source().begin.line;
     const auto* tbl = section.as_table();
     if (!tbl) {
-      err = fmt::format("{}:{}: unknown key '{}' (options live in sections such as [server])",
-                        source_name, line, section_key.str());
+      errors.push_back(
+          {config_errc::unknown_key, source, static_cast<uint32_t>(section_key.source().begin.line),
+           std::string(section_key.str()), "(options live in sections such as [server])"});
       return;
     }
     tbl->for_each([&](const toml::key& k, const toml::node& v) {
-      if (!err.empty()) return;
+      const auto line = static_cast<uint32_t>(k.source().begin.line);
       std::string full = fmt::format("{}.{}", section_key.str(), k.str());
       for (const auto& o : options()) {
         if (o.key == full) {
           if (auto e = o.read(v, next); !e.empty())
-            err = fmt::format("{}:{}: bad value for '{}': {}", source_name, k.source().begin.line,
-                              full, e);
+            errors.push_back({config_errc::bad_value, source, line, std::move(full), std::move(e)});
           return;
         }
       }
-      err = fmt::format("{}:{}: unknown key '{}'", source_name, k.source().begin.line, full);
+      errors.push_back({config_errc::unknown_key, source, line, std::move(full), {}});
     });
   });
-  if (!err.empty()) return err;
-  out = std::move(next);
-  return {};
+  // toml++ walks tables in key order; the file is read top to bottom.
+  std::stable_sort(errors.begin(), errors.end(),
+                   [](const config_error& a, const config_error& b) { return a.line < b.line; });
+  if (errors.empty()) out = std::move(next);
+  return errors;
+}
+
+std::vector<config_error> read_config_file(const std::string& path, config& out) {
+  std::string text, why;
+  switch (read_file(path, max_config_bytes, text, &why)) {
+    case read_status::ok:
+      return read_config_text(text, path, out);
+    case read_status::too_large:
+      why = fmt::format("larger than {} bytes", max_config_bytes);
+      break;
+    case read_status::failed:
+      break;
+  }
+  return {{config_errc::cannot_read, path, 0, {}, std::move(why)}};
+}
+
+namespace {
+std::string describe(const std::vector<config_error>& errors) {
+  std::string s;
+  for (const auto& e : errors) {
+    if (!s.empty()) s += '\n';
+    s += e.to_string();
+  }
+  return s;
+}
+}  // namespace
+
+std::string load_config_text(std::string_view text, std::string_view source_name, config& out) {
+  return describe(read_config_text(text, source_name, out));
 }
 
 std::string load_config_file(const std::string& path, config& out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return fmt::format("{}: cannot open config file", path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return load_config_text(ss.str(), path, out);
+  return describe(read_config_file(path, out));
 }
 
 std::string render_config(const config& c) {

@@ -15,5 +15,17 @@ if "$bin" config --config "$tmp/bad.toml" 2>"$tmp/err"; then fail "unknown key a
 grep -q "unknown key 'server.lisen'" "$tmp/err" || fail "unknown key not named: $(cat "$tmp/err")"
 if "$bin" config --config "$tmp/missing.toml" 2>"$tmp/err"; then fail "missing file accepted"; fi
 grep -q "cannot open" "$tmp/err" || fail "missing file message"
+# A directory is not a configuration file: config and serve refuse it with exit 2.
+set +e; "$bin" config --config "$tmp" >/dev/null 2>"$tmp/err"; st=$?; set -e
+[ "$st" -eq 2 ] && grep -q "it is a directory" "$tmp/err" || fail "config --config DIR: exit $st ($(cat "$tmp/err"))"
+set +e; timeout 20 "$bin" serve --config "$tmp" --listen 127.0.0.1:0 >/dev/null 2>"$tmp/err"; st=$?; set -e
+[ "$st" -eq 2 ] && grep -q "it is a directory" "$tmp/err" || fail "serve --config DIR: exit $st ($(cat "$tmp/err"))"
+# Every bad value is reported, each with its line, in file order.
+printf '[server]\nshards = -1\nlisten = "nohost"\ngzip = "yes"\n[client]\nmax_redirects = 99\nuser_agnt = "x"\n' >"$tmp/bad2.toml"
+if "$bin" config --config "$tmp/bad2.toml" 2>"$tmp/err"; then fail "bad values accepted"; fi
+grep -o "bad2.toml:[0-9]*: [a-z ]* '[a-z_.]*'" "$tmp/err" >"$tmp/got" || true
+printf "bad2.toml:%s'\n" "2: bad value for 'server.shards" "3: bad value for 'server.listen" \
+  "4: bad value for 'server.gzip" "6: bad value for 'client.max_redirects" \
+  "7: unknown key 'client.user_agnt" | diff -u - "$tmp/got" || fail "bad values: $(cat "$tmp/err")"
 if "$bin" nosuchcommand 2>/dev/null; then fail "unknown subcommand accepted"; fi
 echo "cli ok"

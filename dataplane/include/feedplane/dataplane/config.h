@@ -53,8 +53,38 @@ struct option_doc {
 // All options with their defaults and one-line docs, in file order.
 std::vector<option_doc> option_docs();
 
-// Loads a TOML document into `out` (which holds defaults or earlier values).
-// Returns an empty string on success, else a message naming the file, line and key.
+// Every way a configuration can be refused: stable names for messages and tests, one
+// sentence each (the pattern of net's fetch_error).
+enum class config_errc : uint8_t {
+  ok = 0,
+  cannot_read,   // the file is missing, unreadable, a directory or over max_config_bytes
+  syntax_error,  // not TOML (parsing stops at the first one)
+  unknown_key,   // a key that is no option: a typo is an error, not a silent default
+  bad_value,     // a known option with a value of the wrong type or out of range
+};
+std::string_view config_errc_name(config_errc e);
+std::string_view config_errc_message(config_errc e);
+
+// One problem in a configuration document.
+struct config_error {
+  config_errc code = config_errc::ok;
+  std::string source;  // the file (or the name given to read_config_text)
+  uint32_t line = 0;   // 1-based; 0 when the whole file is the problem
+  std::string key;     // "server.listen", where a key is concerned
+  std::string detail;  // what is wrong: "expected ADDR:PORT"
+  // "FILE:LINE: bad value for 'server.listen': expected ADDR:PORT"
+  std::string to_string() const;
+};
+
+inline constexpr size_t max_config_bytes = 1u << 20;
+
+// Reads a TOML document into `out` (which holds defaults or earlier values). Returns every
+// problem found, in line order; `out` changes only when there is none.
+std::vector<config_error> read_config_text(std::string_view toml_text, std::string_view source_name,
+                                           config& out);
+std::vector<config_error> read_config_file(const std::string& path, config& out);
+// The same, with the problems rendered one a line ("" when the file loaded): what the
+// commands print.
 std::string load_config_text(std::string_view toml_text, std::string_view source_name, config& out);
 std::string load_config_file(const std::string& path, config& out);
 

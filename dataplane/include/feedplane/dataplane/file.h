@@ -1,0 +1,18 @@
+// Reading a whole file that the user named, with a size cap checked before the memory is
+// spent.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace feedplane::dataplane {
+
+enum class read_status : uint8_t { ok, too_large, failed };
+
+// Reads the file at path into out, never more than cap + 1 bytes. too_large: a regular file
+// larger than cap (known from its size, before any read), or a pipe or device that gave more
+// than cap bytes. failed: *why says what went wrong (strerror, or "it is a directory").
+read_status read_file(const std::string& path, size_t cap, std::string& out, std::string* why);
+
+}  // namespace feedplane::dataplane

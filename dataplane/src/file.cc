@@ -1,0 +1,56 @@
+#include "feedplane/dataplane/file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace feedplane::dataplane {
+
+read_status read_file(const std::string& path, size_t cap, std::string& out, std::string* why) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    *why = std::strerror(errno);
+    return read_status::failed;
+  }
+  struct closer {
+    int fd;
+    ~closer() { ::close(fd); }
+  } close_fd{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    *why = std::strerror(errno);
+    return read_status::failed;
+  }
+  if (S_ISDIR(st.st_mode)) {
+    *why = "it is a directory";
+    return read_status::failed;
+  }
+  const bool sized = S_ISREG(st.st_mode) && st.st_size > 0;
+  if (sized && static_cast<uint64_t>(st.st_size) > cap) return read_status::too_large;
+  // A regular file is read in one buffer of its size (+1 to see it grow); procfs files
+  // (size 0), pipes and devices grow the buffer up to the cap.
+  out.resize(sized ? static_cast<size_t>(st.st_size) + 1 : std::min<size_t>(cap + 1, 65536));
+  size_t used = 0;
+  while (true) {
+    if (used == out.size()) {
+      if (out.size() > cap) break;
+      out.resize(std::min(out.size() * 2, cap + 1));
+    }
+    const ssize_t n = ::read(fd, out.data() + used, out.size() - used);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      *why = std::strerror(errno);
+      return read_status::failed;
+    }
+    if (n == 0) break;
+    used += static_cast<size_t>(n);
+  }
+  out.resize(used);
+  return used > cap ? read_status::too_large : read_status::ok;
+}
+
+}  // namespace feedplane::dataplane
