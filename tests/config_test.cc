@@ -129,6 +129,37 @@ TEST(Config, UnreadableFiles) {
   rmdir(dir);
 }
 
+// One function per section: every field of the section reaches the options.
+TEST(Config, SectionsToOptions) {
+  config c;
+  ASSERT_EQ(load_config_text("[client]\nconnect_timeout_ms = 11\ntotal_timeout_ms = 12\n"
+                             "max_body = 4096\nmax_redirects = 3\nper_host_connections = 4\n"
+                             "user_agent = \"ua/1\"\nca_file = \"/ca.pem\"\n"
+                             "[server]\nmax_request_line = 100\nmax_header_bytes = 300\n"
+                             "max_headers = 7\nmax_body = 9\nheader_timeout_ms = 21\n"
+                             "idle_timeout_ms = 22\ngzip = false\n",
+                             "t.toml", c),
+            "");
+  const auto co = client_options_from(c.client);
+  EXPECT_EQ(co.connect_timeout_ms, 11u);
+  EXPECT_EQ(co.total_timeout_ms, 12u);
+  EXPECT_EQ(co.max_body, 4096u);
+  EXPECT_EQ(co.max_redirects, 3u);
+  EXPECT_EQ(co.per_host_connections, 4u);
+  EXPECT_EQ(co.user_agent, "ua/1");
+  EXPECT_EQ(co.ca_file, "/ca.pem");
+  const auto so = server_options_from(c.server);
+  EXPECT_EQ(so.limits.max_request_line, 100u);
+  EXPECT_EQ(so.limits.max_header_bytes, 300u);
+  EXPECT_EQ(so.limits.max_headers, 7u);
+  EXPECT_EQ(so.limits.max_body, 9u);
+  EXPECT_EQ(so.header_timeout_ms, 21u);
+  EXPECT_EQ(so.idle_timeout_ms, 22u);
+  EXPECT_FALSE(so.gzip);
+  // The defaults agree too: a command with no file sends the configured default User-Agent.
+  EXPECT_EQ(client_options_from(config().client).user_agent, config().client.user_agent);
+}
+
 TEST(Config, SyntaxErrorHasLine) {
   config c;
   auto err = load_config_text("[server]\nlisten = \n", "t.toml", c);

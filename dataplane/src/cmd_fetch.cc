@@ -1,6 +1,6 @@
-// `feedplane fetch URL [-H 'Name: value']... [--cacert FILE] [--insecure] [--output FILE]`:
-// one GET through the crawler's own HTTP client (same DNS, TLS, redirects, decoding and
-// limits), printed as one JSON object; the tool to reach for when a feed misbehaves.
+// `feedplane fetch URL [-H 'Name: value']... [--cacert FILE] [--insecure] [--output FILE]
+// [--config FILE]`: one GET through the crawler's own HTTP client (same DNS, TLS, redirects,
+// decoding and limits), printed as one JSON object; the tool to reach for when a feed misbehaves.
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -89,14 +89,8 @@ int run_fetch(const fetch_opts& o) {
     while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.erase(0, 1);
     req.headers.emplace_back(std::move(name), std::move(value));
   }
-  net::client_options copt;
-  copt.connect_timeout_ms = cfg.client.connect_timeout_ms;
-  copt.total_timeout_ms = cfg.client.total_timeout_ms;
-  copt.max_body = cfg.client.max_body;
-  copt.max_redirects = cfg.client.max_redirects;
-  copt.per_host_connections = cfg.client.per_host_connections;
-  copt.user_agent = cfg.client.user_agent;
-  copt.ca_file = o.cacert.empty() ? cfg.client.ca_file : o.cacert;
+  net::client_options copt = client_options_from(cfg.client);
+  if (!o.cacert.empty()) copt.ca_file = o.cacert;
 
   std::string err;
   net::loop_options lo;

@@ -1,7 +1,8 @@
-// `feedplane parse FILE|URL [--content-type CT] [--base-url URL]`: parse one feed document
-// (or fetch one with net's HTTP client) and print the model as JSON. Exit 0 for a readable
-// document (with `recovered` naming every repair), 3 with a named error for an unreadable
-// one, 2 for a file that cannot be read, 4 for a fetch that failed (error named).
+// `feedplane parse FILE|URL [--content-type CT] [--base-url URL] [--config FILE]`: parse one
+// feed document (or fetch one with net's HTTP client, configured from [client] exactly as
+// `feedplane fetch` is) and print the model as JSON. Exit 0 for a readable document (with
+// `recovered` naming every repair), 3 with a named error for an unreadable one, 2 for a file
+// that cannot be read or a bad configuration, 4 for a fetch that failed (error named).
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -9,6 +10,7 @@
 #include <string>
 
 #include "commands.h"
+#include "feedplane/dataplane/config.h"
 #include "feedplane/dataplane/file.h"
 #include "feedplane/feed/parser.h"
 #include "feedplane/feed/render.h"
@@ -22,13 +24,14 @@ struct parse_args {
   std::string source;
   std::string content_type;
   std::string base_url;
+  std::string config_path;
 };
 
 bool is_url(const std::string& s) { return s.starts_with("http://") || s.starts_with("https://"); }
 
 // One GET with net's HTTP client on a private loop; prints a named error and returns false
 // when there is no 200 response to parse.
-bool fetch(const std::string& url, net::fetch_result& out) {
+bool fetch(const std::string& url, const client_config& cc, net::fetch_result& out) {
   std::string err;
   net::loop_options lo;
   lo.ring_entries = 64;
@@ -37,7 +40,7 @@ bool fetch(const std::string& url, net::fetch_result& out) {
     fmt::print(stderr, "feedplane: parse {}: io_loop_unavailable: {}\n", url, err);
     return false;
   }
-  auto c = net::http_client::create(*l, net::client_options{}, &err);
+  auto c = net::http_client::create(*l, client_options_from(cc), &err);
   if (!c) {
     fmt::print(stderr, "feedplane: parse {}: http_client_unavailable: {}\n", url, err);
     return false;
@@ -83,12 +86,22 @@ void add_parse_command(CLI::App& app, int* rc) {
                   "HTTP Content-Type the document came with (its charset counts)");
   cmd->add_option("--base-url", args->base_url,
                   "URL the document was fetched from (resolves relative links)");
+  cmd->add_option("--config,-c", args->config_path,
+                  "TOML configuration file ([client] section, for URLs)");
   cmd->callback([args, rc] {
     std::string bytes, content_type = args->content_type, base_url = args->base_url;
     const feed::parse_options defaults;
+    config cfg;
+    if (!args->config_path.empty()) {
+      if (auto err = load_config_file(args->config_path, cfg); !err.empty()) {
+        fmt::print(stderr, "feedplane: parse: {}\n", err);
+        *rc = 2;
+        return;
+      }
+    }
     if (is_url(args->source)) {
       net::fetch_result r;
-      if (!fetch(args->source, r)) {
+      if (!fetch(args->source, cfg.client, r)) {
         *rc = 4;
         return;
       }

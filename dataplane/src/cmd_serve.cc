@@ -90,14 +90,7 @@ void run_shard(shard& s, const config& cfg, const net::router& routes) {
     s.state.store(-1, std::memory_order_release);
     return;
   }
-  net::server_options so;
-  so.limits.max_request_line = cfg.server.max_request_line;
-  so.limits.max_header_bytes = cfg.server.max_header_bytes;
-  so.limits.max_headers = cfg.server.max_headers;
-  so.limits.max_body = cfg.server.max_body;
-  so.header_timeout_ms = cfg.server.header_timeout_ms;
-  so.idle_timeout_ms = cfg.server.idle_timeout_ms;
-  so.gzip = cfg.server.gzip;
+  const net::server_options so = server_options_from(cfg.server);
   {
     net::http_server srv(*l, routes, so);
     if (!srv.start(s.listen_fd)) {

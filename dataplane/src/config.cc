@@ -263,6 +263,30 @@ std::string load_config_file(const std::string& path, config& out) {
   return describe(read_config_file(path, out));
 }
 
+net::client_options client_options_from(const client_config& c) {
+  net::client_options o;
+  o.connect_timeout_ms = c.connect_timeout_ms;
+  o.total_timeout_ms = c.total_timeout_ms;
+  o.max_body = c.max_body;
+  o.max_redirects = c.max_redirects;
+  o.per_host_connections = c.per_host_connections;
+  o.user_agent = c.user_agent;
+  o.ca_file = c.ca_file;
+  return o;
+}
+
+net::server_options server_options_from(const server_config& c) {
+  net::server_options o;
+  o.limits.max_request_line = c.max_request_line;
+  o.limits.max_header_bytes = c.max_header_bytes;
+  o.limits.max_headers = c.max_headers;
+  o.limits.max_body = c.max_body;
+  o.header_timeout_ms = c.header_timeout_ms;
+  o.idle_timeout_ms = c.idle_timeout_ms;
+  o.gzip = c.gzip;
+  return o;
+}
+
 std::string render_config(const config& c) {
   std::string out =
       "# feedplane configuration. Every key is optional; shown values are in effect.\n";

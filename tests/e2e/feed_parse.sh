@@ -85,6 +85,43 @@ if "$bin" parse "http://127.0.0.1:$port/none.xml" 2>"$tmp/err"; then fail "404 a
 grep -q http_status_404 "$tmp/err" || fail "404 not named: $(cat "$tmp/err")"
 kill $srv
 wait $srv 2>/dev/null || true
+
+# `parse URL` and `fetch URL` send the same User-Agent from the same configuration (both
+# build their client from [client]), with and without --config: a loopback server that
+# records the User-Agent of every request.
+cat >"$tmp/ua_server.py" <<'PY'
+import http.server, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        with open(sys.argv[2], "a") as f:
+            f.write(self.headers.get("User-Agent", "-") + "\n")
+        body = b'<rss version="2.0"><channel><item><title>ua</title></item></channel></rss>'
+        self.send_response(200)
+        self.send_header("Content-Type", "application/rss+xml")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a):
+        pass
+http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+PY
+python3 "$tmp/ua_server.py" "$port" "$tmp/ua.log" &
+srv=$!
+for _ in $(seq 50); do curl -fs "http://127.0.0.1:$port/x" >/dev/null && break; sleep 0.1; done
+: >"$tmp/ua.log"
+printf '[client]\nuser_agent = "e2e-agent/1.0 (+test)"\n' >"$tmp/ua.toml"
+"$bin" parse "http://127.0.0.1:$port/f.xml" >/dev/null || fail "parse for UA"
+"$bin" fetch "http://127.0.0.1:$port/f.xml" >/dev/null || fail "fetch for UA"
+"$bin" parse --config "$tmp/ua.toml" "http://127.0.0.1:$port/f.xml" >/dev/null || fail "parse --config"
+"$bin" fetch --config "$tmp/ua.toml" "http://127.0.0.1:$port/f.xml" >/dev/null || fail "fetch --config"
+kill $srv
+wait $srv 2>/dev/null || true
+default_ua=$("$bin" config | sed -n "s/^user_agent = [\"']\(.*\)[\"']\$/\1/p")
+printf '%s\n%s\ne2e-agent/1.0 (+test)\ne2e-agent/1.0 (+test)\n' "$default_ua" "$default_ua" |
+  diff -u - "$tmp/ua.log" || fail "User-Agents differ between parse and fetch"
+if "$bin" parse --config "$tmp" "http://127.0.0.1:$port/f.xml" 2>"$tmp/err"; then fail "parse --config DIR accepted"; fi
+grep -q "it is a directory" "$tmp/err" || fail "parse --config DIR: $(cat "$tmp/err")"
+
 if "$bin" parse "http://127.0.0.1:$port/dir/f.xml" 2>"$tmp/err"; then fail "closed port accepted"; fi
 grep -q connect_refused "$tmp/err" || fail "refused not named: $(cat "$tmp/err")"
 echo "feed parse ok"

@@ -8,6 +8,9 @@
 #include <string_view>
 #include <vector>
 
+#include "feedplane/net/http_client.h"
+#include "feedplane/net/http_server.h"
+
 namespace feedplane::dataplane {
 
 struct server_config {
@@ -87,6 +90,12 @@ std::vector<config_error> read_config_file(const std::string& path, config& out)
 // commands print.
 std::string load_config_text(std::string_view toml_text, std::string_view source_name, config& out);
 std::string load_config_file(const std::string& path, config& out);
+
+// One function per section turns it into the options its component takes, so that every
+// command that fetches (fetch, parse, the crawler) sends the same User-Agent with the same
+// limits, and every server gets the same limits.
+net::client_options client_options_from(const client_config& c);
+net::server_options server_options_from(const server_config& c);
 
 // Renders `c` as a commented TOML document that load_config_text accepts.
 std::string render_config(const config& c);
