@@ -46,10 +46,11 @@ article_ref& article_ref::operator=(article_ref&& o) noexcept {
 void article_ref::reset() {
   article* a = std::exchange(a_, nullptr);
   if (a == nullptr) return;
-  // Release: this holder's reads of the article happen-before the free below.
-  if (a->refs_.fetch_sub(1, std::memory_order_release) == 1) {
-    // Acquire: pairs with every other holder's release decrement.
-    std::atomic_thread_fence(std::memory_order_acquire);
+  // acq_rel: the release half orders this holder's reads of the article before the
+  // decrement; the acquire half lets the holder that reaches zero see every other
+  // holder's reads as finished before it frees. (The same as release + an acquire fence
+  // on the last drop, which ThreadSanitizer cannot see; on x86 both are one lock xadd.)
+  if (a->refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
     article::destroy(a);
   }
 }

@@ -32,10 +32,10 @@ class article;
 // Intrusive shared reference to a frozen article.
 //
 // Memory ordering: a copy increments with relaxed order (the copier already holds a
-// reference, so the count cannot reach zero meanwhile). A drop decrements with release
-// (this holder's reads of the article happen-before the free); the holder that brings the
-// count to zero issues an acquire fence before freeing (it sees every other holder's
-// reads as finished). This is the shared_ptr argument.
+// reference, so the count cannot reach zero meanwhile). A drop decrements with acq_rel:
+// release so this holder's reads of the article happen-before the free, acquire so the
+// holder that brings the count to zero sees every other holder's reads as finished
+// before it frees. This is the shared_ptr argument.
 class article_ref {
  public:
   article_ref() = default;
