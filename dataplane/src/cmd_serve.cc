@@ -1,8 +1,15 @@
-// `feedplane serve [--config FILE] [--listen ADDR:PORT] [--data DIR] [--shards N]`: runs
-// the data plane. Each shard is a thread pinned to a core with its own io_uring loop and
-// its own SO_REUSEPORT listener; nothing is shared between shards but immutable data
-// (the route table, static files). Answers GET /healthz; serves <data>/public/* under
-// /static/.
+// `feedplane serve [--config FILE] [--listen ADDR:PORT] [--data DIR] [--shards N] [--no-pin]`:
+// runs the data plane. N shards (runtime::shard: a thread pinned to a core with its own
+// io_uring loop and SO_REUSEPORT listener) joined by the mesh's SPSC rings, and the store
+// thread (RocksDB in DIR/db) behind its rings. Answers:
+//   GET /healthz  200 "ok", or 503 with the reason when durable writes are refused
+//   GET /readyz   200 once start-up streaming from the store reached this shard, else 503
+//   GET /metrics  Prometheus text: every shard's registry summed (a task to each shard),
+//                 the store's and the process's figures
+//   GET /api/shards/{n}  one shard's own figures, answered by shard n (a cross-shard
+//                 request: the connection's shard defers, shard n answers, the answer
+//                 comes back on the ring)
+//   GET /static/*  files in DIR/public/, read once at start-up
 #include <fmt/format.h>
 #include <pthread.h>
 #include <sched.h>
@@ -10,9 +17,11 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include <atomic>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -24,6 +33,9 @@
 #include "feedplane/net/http_server.h"
 #include "feedplane/net/http_static.h"
 #include "feedplane/net/loop.h"
+#include "feedplane/runtime/article.h"
+#include "feedplane/runtime/shard.h"
+#include "feedplane/store/store.h"
 
 namespace feedplane::dataplane {
 
@@ -35,15 +47,25 @@ struct serve_flags {
   std::string data;
   uint32_t shards = 0;
   bool shards_set = false;
+  bool no_pin = false;
 };
 
-// One shard: a pinned thread owning a loop and an http_server.
-struct shard {
-  int index = 0;
+// What every shard's handlers reach through the server's context pointer. The shard's
+// own objects (runtime::shard, the server) are used on its thread only; `store` is read
+// through its thread-safe accessors.
+struct shard_context {
+  runtime::shard* rt = nullptr;
+  net::http_server* srv = nullptr;
+  store::store* db = nullptr;
+  runtime::counter* requests_deferred = nullptr;
+};
+
+// One shard's thread and what main needs to reach it.
+struct shard_thread {
+  uint32_t index = 0;
   int cpu = -1;
   int listen_fd = -1;
   std::thread thread;
-  std::atomic<net::loop*> loop_ptr{nullptr};
   // Owned here, not by the shard thread: main may still be inside request_stop() when the
   // thread leaves run(), so the loop is destroyed only after the thread was joined.
   std::unique_ptr<net::loop> loop;
@@ -70,7 +92,200 @@ int mkdir_p(const std::string& dir) {
   return 0;
 }
 
-void run_shard(shard& s, const config& cfg, const net::router& routes) {
+// ---- /metrics: a task to every shard; each snapshots its own registry ----
+
+void refresh_runtime_gauges(shard_context& c) {
+  runtime::metrics_registry& m = c.rt->metrics();
+  const net::loop_stats& ls = c.rt->loop().stats();
+  m.add_counter("feedplane_loop_completions_total", "io_uring completions handled")
+      .mirror(ls.completions);
+  m.add_counter("feedplane_loop_waits_total",
+                "io_uring_enter calls that waited (completions per wait = batching)")
+      .mirror(ls.waits);
+  m.add_counter("feedplane_loop_wakeups_received_total", "Cross-shard wake-ups handled by the loop")
+      .mirror(ls.wakes);
+  m.add_gauge("feedplane_loop_ops_in_flight", "io_uring operations in flight")
+      .set(int64_t(c.rt->loop().ops_in_flight()));
+  const net::server_stats& ss = c.srv->stats();
+  m.add_counter("feedplane_http_requests_total", "HTTP requests handled").mirror(ss.requests);
+  m.add_gauge("feedplane_http_connections_open", "HTTP connections open").set(int64_t(ss.open));
+  m.add_counter("feedplane_http_errors_total", "HTTP 4xx and 5xx answers").mirror(ss.errors_4xx);
+  m.add_counter("feedplane_http_deferred_timeouts_total",
+                "Deferred answers that did not come in time (503 sent)")
+      .mirror(ss.deferred_timeouts);
+}
+
+struct scrape_state {
+  uint32_t waiting = 0;
+  std::vector<runtime::metric_sample> samples;
+  net::deferred_response later;
+};
+
+struct scrape_task : runtime::task {
+  std::shared_ptr<scrape_state> state;  // lives on the origin shard; never touched on the target
+  std::vector<runtime::metric_sample> samples;
+  void run(runtime::shard& target) override;
+  void done(runtime::shard& origin) override;
+};
+
+void store_samples(const store::store& db, std::vector<runtime::metric_sample>& out);
+
+void finish_scrape(shard_context& c, scrape_state& st) {
+  store_samples(*c.db, st.samples);
+  auto add = [&](const char* name, const char* help, double v) {
+    runtime::metric_sample s;
+    s.name = name;
+    s.help = help;
+    s.type = runtime::metric_type::gauge;
+    s.value = v;
+    st.samples.push_back(std::move(s));
+  };
+  add("feedplane_articles_alive", "Frozen articles alive in the process",
+      double(runtime::article::alive()));
+  add("feedplane_articles_alive_bytes", "Bytes of frozen articles alive in the process",
+      double(runtime::article::alive_bytes()));
+  add("feedplane_shards", "Shards in this process", double(c.rt->count()));
+  net::http_response r;
+  r.storage = runtime::render_prometheus(st.samples);
+  r.body = r.storage;
+  r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+  r.cache_control = "no-store";
+  st.later.complete(r);
+}
+
+void scrape_task::run(runtime::shard& target) {
+  auto& c = *static_cast<shard_context*>(target.context());
+  refresh_runtime_gauges(c);
+  target.metrics().snapshot(samples);
+}
+
+void scrape_task::done(runtime::shard& origin) {
+  auto& c = *static_cast<shard_context*>(origin.context());
+  for (auto& s : samples) state->samples.push_back(std::move(s));
+  if (--state->waiting == 0) finish_scrape(c, *state);
+}
+
+void store_samples(const store::store& db, std::vector<runtime::metric_sample>& out) {
+  const store::store_stats& s = db.stats();
+  auto add = [&](const char* name, const char* help, runtime::metric_type t, double v) {
+    runtime::metric_sample m;
+    m.name = name;
+    m.help = help;
+    m.type = t;
+    m.value = v;
+    out.push_back(std::move(m));
+  };
+  auto hist = [&](const char* name, const char* help, const store::histogram& h) {
+    // The store's buckets hold bit_width(v) == i; re-bucket into the registry's le=2^i.
+    runtime::metric_sample m;
+    m.name = name;
+    m.help = help;
+    m.type = runtime::metric_type::histogram;
+    for (size_t b = 0; b < store::histogram_buckets; ++b) {
+      const uint64_t n = h.buckets[b].load(std::memory_order_relaxed);
+      // Upper bound 2^b - 1 <= 2^b: counted in bucket b (le = 2^b) of the rendering.
+      const size_t to =
+          b < size_t(runtime::histogram::buckets) ? b : runtime::histogram::buckets - 1;
+      m.hist.count[to] += n;
+      m.hist.n += n;
+    }
+    m.hist.sum = h.sum.load(std::memory_order_relaxed);
+    out.push_back(std::move(m));
+  };
+  using runtime::metric_type;
+  // Relaxed loads throughout: independent gauges and counters (store.h).
+  add("feedplane_store_writes_acked_total", "Durable writes acknowledged", metric_type::counter,
+      double(s.writes_acked.load(std::memory_order_relaxed)));
+  add("feedplane_store_writes_refused_total", "Writes sent back with an error",
+      metric_type::counter, double(s.writes_refused.load(std::memory_order_relaxed)));
+  add("feedplane_store_articles_sequenced_total", "Articles given a sequence number",
+      metric_type::counter, double(s.articles_sequenced.load(std::memory_order_relaxed)));
+  add("feedplane_store_groups_total", "Group commits (one synced write each)", metric_type::counter,
+      double(s.groups.load(std::memory_order_relaxed)));
+  add("feedplane_store_queue_depth", "Writes waiting in the shards' write rings",
+      metric_type::gauge, double(db.queue_depth()));
+  add("feedplane_store_ring_full_waits_total",
+      "Times the store waited for space in a shard's event or article ring", metric_type::counter,
+      double(s.ring_full_waits.load(std::memory_order_relaxed)));
+  add("feedplane_store_failed", "1 when the store refuses durable writes until restart",
+      metric_type::gauge, s.failed.load(std::memory_order_relaxed) ? 1 : 0);
+  hist("feedplane_store_group_writes", "Writes per group commit", s.group_writes);
+  hist("feedplane_store_fsync_seconds", "Duration of each synced group write", s.fsync_us);
+  out.back().unit = 1e-6;  // the store counts microseconds
+}
+
+void metrics_route(net::request_context& ctx, net::http_response& r) {
+  auto& c = ctx.context_as<shard_context>();
+  runtime::shard& sh = *c.rt;
+  for (uint32_t j = 0; j < sh.count(); ++j) {
+    if (!sh.can_send(j)) {
+      net::set_unavailable(r, fmt::format("shard {} is busy; retry", j));
+      return;
+    }
+  }
+  auto st = std::make_shared<scrape_state>();
+  st->waiting = sh.count();
+  st->later = r.later;
+  r.defer = true;
+  c.requests_deferred->add();
+  for (uint32_t j = 0; j < sh.count(); ++j) {
+    auto t = std::make_unique<scrape_task>();
+    t->state = st;
+    runtime::task_ptr tp = std::move(t);
+    sh.send(j, tp);  // cannot refuse: can_send checked above, on this thread
+  }
+}
+
+// ---- /api/shards/{n}: answered by shard n ----
+
+struct shard_info_task : runtime::task {
+  net::deferred_response later;  // the origin's connection; used on the origin only
+  std::string body;
+  void run(runtime::shard& target) override {
+    auto& c = *static_cast<shard_context*>(target.context());
+    const net::loop_stats& ls = target.loop().stats();
+    body = fmt::format(
+        "{{\"shard\": {}, \"answered_on_thread_of_shard\": {}, \"loop_completions\": {}, "
+        "\"loop_waits\": {}, \"http_requests\": {}, \"connections_open\": {}, "
+        "\"store_streamed\": {}}}\n",
+        target.index(), target.index(), ls.completions, ls.waits, c.srv->stats().requests,
+        c.srv->stats().open, target.store_streamed() ? "true" : "false");
+  }
+  void done(runtime::shard&) override {
+    net::http_response r;
+    r.body = body;
+    r.content_type = "application/json";
+    r.cache_control = "no-store";
+    later.complete(r);  // false (and nothing) when the client went away meanwhile
+  }
+};
+
+void shard_info_route(net::request_context& ctx, net::http_response& r) {
+  auto& c = ctx.context_as<shard_context>();
+  uint32_t n = 0;
+  const std::string_view p = ctx.param("n");
+  const auto [end, ec] = std::from_chars(p.data(), p.data() + p.size(), n);
+  if (ec != std::errc() || end != p.data() + p.size() || n >= c.rt->count()) {
+    net::set_json_error(r, 404, "not_found",
+                        fmt::format("no shard {:?}: shards are 0..{}", p, c.rt->count() - 1));
+    return;
+  }
+  if (!c.rt->can_send(n)) {
+    net::set_unavailable(r, fmt::format("shard {} is busy; retry", n));
+    return;
+  }
+  auto t = std::make_unique<shard_info_task>();
+  t->later = r.later;
+  r.defer = true;
+  c.requests_deferred->add();
+  runtime::task_ptr tp = std::move(t);
+  c.rt->send(n, tp);
+}
+
+// ---- the shard thread ----
+
+void run_shard(shard_thread& s, const config& cfg, const net::router& routes, runtime::mesh& m,
+               store::store& db, std::atomic<bool>& go) {
   if (s.cpu >= 0) {
     cpu_set_t set;
     CPU_ZERO(&set);
@@ -90,22 +305,29 @@ void run_shard(shard& s, const config& cfg, const net::router& routes) {
     s.state.store(-1, std::memory_order_release);
     return;
   }
-  const net::server_options so = server_options_from(cfg.server);
   {
-    net::http_server srv(*l, routes, so);
+    runtime::shard rt(m, s.index, *l);
+    shard_context ctx;
+    ctx.rt = &rt;
+    ctx.db = &db;
+    ctx.requests_deferred = &rt.metrics().add_counter(
+        "feedplane_http_deferred_total", "Requests answered later (by another shard or the store)");
+    net::http_server srv(*l, routes, server_options_from(cfg.server), &ctx);
+    ctx.srv = &srv;
+    rt.set_context(&ctx);
     if (!srv.start(s.listen_fd)) {
       s.error = fmt::format("shard {}: cannot start accepting", s.index);
       s.state.store(-1, std::memory_order_release);
       return;
     }
-    s.loop_ptr.store(l, std::memory_order_release);
     s.state.store(1, std::memory_order_release);
+    // Every shard registered its loop with the mesh before the store starts sending.
+    while (!go.load(std::memory_order_acquire) && !l->stopping()) std::this_thread::yield();
     int r = l->run();
     if (r < 0) fmt::print(stderr, "feedplane: shard {}: io_uring: {}\n", s.index, strerror(-r));
     // Close connections, letting their cancellations complete (bounded).
     srv.shutdown();
     for (int i = 0; i < 1000 && srv.stats().open > 0; ++i) l->run_once(false);
-    // How well the loop batched: completions handled per io_uring_enter that waited.
     const net::loop_stats& ls = l->stats();
     fmt::print(stderr,
                "feedplane: shard {}: {} requests, {} connections; {} completions in {} waits "
@@ -164,20 +386,69 @@ int run_serve(const serve_flags& f) {
     return 1;
   }
 
+  // The mesh first (every ring), then the store on its rings, then the shards.
+  runtime::mesh mesh(nshards, runtime::mesh_options{});
+  std::vector<store::store_port> ports(nshards);
+  for (uint32_t i = 0; i < nshards; ++i) {
+    ports[i].in = &mesh.writes(i);
+    ports[i].events = &mesh.events(i);
+    ports[i].articles = &mesh.articles(i);
+    ports[i].consumer = &mesh.shard_sleeper(i);
+    ports[i].wake = [](void* loop_slot) {
+      // Any thread: the eventfd path (the store thread has no io_uring of its own).
+      auto* slot = static_cast<std::atomic<net::loop*>*>(loop_slot);
+      if (net::loop* l = slot->load(std::memory_order_acquire)) l->wake_from_any_thread();
+    };
+    ports[i].wake_ctx = mesh.loop_slot(i);
+  }
+  store::store_options so;
+  so.dir = cfg.server.data_dir + "/db";
+  std::string err;
+  // Records of kinds no component owns yet go to shard hash(key) % shards; the crawler
+  // and the reflector route theirs by politeness key and partition (DESIGN.md 9).
+  auto db = store::store::open(
+      so, std::move(ports),
+      [nshards](runtime::kind, std::string_view key) {
+        return uint32_t(XXH3_64bits(key.data(), key.size()) % nshards);
+      },
+      &err);
+  if (!db) {
+    fmt::print(stderr, "feedplane: store: {}\n", err);
+    return 1;
+  }
+  mesh.set_store_notify([](void* d) { static_cast<store::store*>(d)->notify(); }, db.get());
+
   net::router routes;
-  routes.add("GET", "/healthz", [](net::request_context&, net::http_response& r) {
-    r.body = "ok\n";
+  routes.add("GET", "/healthz", [](net::request_context& ctx, net::http_response& r) {
+    auto& c = ctx.context_as<shard_context>();
     r.compressible = false;
     r.cache_control = "no-store";
+    if (const char* why = c.db->failed_reason()) {
+      net::set_json_error(r, 503, "store_failed",
+                          fmt::format("durable writes are refused until restart: {}", why));
+      return;
+    }
+    r.body = "ok\n";
   });
+  routes.add("GET", "/readyz", [](net::request_context& ctx, net::http_response& r) {
+    auto& c = ctx.context_as<shard_context>();
+    r.compressible = false;
+    r.cache_control = "no-store";
+    if (!c.rt->store_streamed()) {
+      net::set_unavailable(r, "start-up streaming from the store is not finished", 1, "starting");
+      return;
+    }
+    r.body = "ready\n";
+  });
+  routes.add("GET", "/metrics", metrics_route);
+  routes.add("GET", "/api/shards/{n}", shard_info_route);
   statics.add_routes(routes, "/static/");
 
   // Listeners are opened here, in order, so that port 0 resolves once and every shard's
   // SO_REUSEPORT socket binds the same port; errors surface before any thread starts.
-  std::vector<std::unique_ptr<shard>> shards;
+  std::vector<std::unique_ptr<shard_thread>> shards;
   std::string listen = cfg.server.listen;
   for (uint32_t i = 0; i < nshards; ++i) {
-    std::string err;
     int fd = net::listen_tcp(listen, true, &err);
     if (fd < 0) {
       fmt::print(stderr, "feedplane: {}\n", err);
@@ -188,17 +459,19 @@ int run_serve(const serve_flags& f) {
       const size_t colon = listen.rfind(':');
       listen = listen.substr(0, colon + 1) + std::to_string(net::bound_port(fd));
     }
-    auto s = std::make_unique<shard>();
-    s->index = int(i);
-    s->cpu = cpus[i % cpus.size()];
+    auto s = std::make_unique<shard_thread>();
+    s->index = i;
+    s->cpu = f.no_pin ? -1 : cpus[i % cpus.size()];
     s->listen_fd = fd;
     shards.push_back(std::move(s));
   }
 
   // Signals are taken by sigwait on this thread only (blocked above, in every thread).
+  std::atomic<bool> go{false};
   for (auto& s : shards) {
-    shard* sp = s.get();
-    s->thread = std::thread([sp, &cfg, &routes] { run_shard(*sp, cfg, routes); });
+    shard_thread* sp = s.get();
+    s->thread = std::thread(
+        [sp, &cfg, &routes, &mesh, &db, &go] { run_shard(*sp, cfg, routes, mesh, *db, go); });
   }
   bool failed = false;
   for (auto& s : shards) {
@@ -210,18 +483,24 @@ int run_serve(const serve_flags& f) {
     }
   }
   if (!failed) {
+    db->start();  // streams start-up records to the shards, then commits writes
+    go.store(true, std::memory_order_release);
     fmt::print(
-        "feedplane: listening on http://{} with {} shard(s), {} static file(s) from {}; "
-        "GET /healthz\n",
-        listen, nshards, statics.count(), public_dir);
+        "feedplane: listening on http://{} with {} shard(s) and a store in {}, {} static "
+        "file(s) from {}; GET /healthz /readyz /metrics\n",
+        listen, nshards, so.dir, statics.count(), public_dir);
     std::fflush(stdout);
     int sig = 0;
     sigwait(&sigs, &sig);
   }
+  // Stop order: shards stop producing (their loops end), then the store, then the rest.
   for (auto& s : shards) {
-    if (net::loop* l = s->loop_ptr.load(std::memory_order_acquire)) l->request_stop();
+    if (net::loop* l = mesh.loop(s->index)) l->request_stop();
   }
+  go.store(true, std::memory_order_release);
   for (auto& s : shards) s->thread.join();
+  db->stop();
+  db.reset();
   shards.clear();  // loops are destroyed here, after every thread is gone
   return failed ? 1 : 0;
 }
@@ -230,7 +509,9 @@ int run_serve(const serve_flags& f) {
 
 void add_serve_command(CLI::App& app, int* rc) {
   auto* cmd = app.add_subcommand(
-      "serve", "run the data plane: an HTTP server on every shard (GET /healthz, /static/*)");
+      "serve",
+      "run the data plane: shards joined by rings, the store thread, an HTTP server on every "
+      "shard (GET /healthz, /readyz, /metrics, /static/*)");
   // Option storage is owned by the callback, which the app owns.
   auto f = std::make_shared<serve_flags>();
   cmd->add_option("--config,-c", f->config_path, "TOML configuration file");
@@ -240,6 +521,8 @@ void add_serve_command(CLI::App& app, int* rc) {
                                      "shards = threads pinned to cores; 0 = one per core "
                                      "(overrides server.shards)")
                          ->check(CLI::Range(0u, 1024u));
+  cmd->add_flag("--no-pin", f->no_pin,
+                "do not pin shard threads to cores (hosts shared with other services)");
   cmd->callback([f, rc, shards_opt] {
     f->shards_set = shards_opt->count() > 0;
     *rc = run_serve(*f);
