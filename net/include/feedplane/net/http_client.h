@@ -33,12 +33,10 @@ struct client_options {
   uint32_t total_timeout_ms = 5'000;              // whole fetch, redirects included
   uint64_t max_body = uint64_t{8} * 1024 * 1024;  // wire body and decoded body
   uint32_t max_redirects = 5;
-  uint32_t per_host_connections = 2;  // concurrent connections per scheme+host+port
-  uint32_t idle_timeout_ms = 30'000;  // an idle pooled connection is closed after this
-  uint32_t max_idle_connections = 1024;
-  uint32_t pool_gc_interval_ms =
-      60'000;  // how often per-host state with no connections is freed  // across all hosts; beyond
-               // it, close instead of pooling
+  uint32_t per_host_connections = 2;      // concurrent connections per scheme+host+port
+  uint32_t idle_timeout_ms = 30'000;      // an idle pooled connection is closed after this
+  uint32_t max_idle_connections = 1024;   // across all hosts; beyond it, close instead of pooling
+  uint32_t pool_gc_interval_ms = 60'000;  // how often per-host state with no connections is freed
   uint32_t max_header_bytes = 64 * 1024;
   std::string user_agent = "feedplane/0.1";
   std::string ca_file;  // empty: the system CA store
@@ -150,8 +148,6 @@ class http_client {
   // connections
   conn* new_conn(host_pool& p, txn* t);
   void assign(conn* c, txn* t);
-  void begin_connect(conn* c);
-  void on_connected(conn* c);
   void drive_tls(conn* c);
   void send_request(conn* c);
   void arm_recv(conn* c);
@@ -166,7 +162,6 @@ class http_client {
   void release(conn* c, bool reusable, host_pool& p);
   void close_conn(conn* c);
   void maybe_free(conn* c);
-  void op_done(conn* c);
   static void on_dns(void* ctx, fetch_error e, const std::vector<ip_address>& addrs);
   static void on_conn_timeout(void* ctx);
   static void on_idle_timeout(void* ctx);
