@@ -74,7 +74,10 @@ class server_thread {
     EXPECT_GE(lfd_, 0) << err;
     port_ = bound_port(lfd_);
     th_ = std::thread([this] { run(); });
-    while (!ready_.load()) std::this_thread::yield();
+    // The thread says it is serving (1) or why it cannot (-1): a failure there is a test
+    // failure here, never a wait that does not end.
+    while (state_.load() == 0) std::this_thread::yield();
+    EXPECT_EQ(state_.load(), 1) << start_error_;
   }
   ~server_thread() {
     if (loop_ != nullptr) loop_->request_stop();
@@ -118,12 +121,20 @@ class server_thread {
     lo.buffer_size = 512;
     std::string err;
     auto l = loop::create(lo, &err);
-    ASSERT_TRUE(l) << err;
+    if (!l) {
+      start_error_ = "loop::create: " + err;
+      state_.store(-1);
+      return;
+    }
     {
       http_server srv(*l, routes_, so_);
-      ASSERT_TRUE(srv.start(lfd_));
+      if (!srv.start(lfd_)) {
+        start_error_ = "http_server::start failed";
+        state_.store(-1);
+        return;
+      }
       loop_ = l.get();
-      ready_.store(true);
+      state_.store(1);
       l->run();
       srv.shutdown();
       for (int i = 0; i < 1000 && srv.stats().open > 0; ++i) l->run_once(false);
@@ -156,7 +167,8 @@ class server_thread {
   int lfd_ = -1;
   int port_ = 0;
   std::thread th_;
-  std::atomic<bool> ready_{false};
+  std::atomic<int> state_{0};  // 0 starting, 1 serving, -1 failed (start_error_ says why)
+  std::string start_error_;    // written before state_ becomes -1
   loop* loop_ = nullptr;
   server_stats stats_copy_;
 };

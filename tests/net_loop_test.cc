@@ -364,16 +364,24 @@ struct wake_target {
 void cross_shard_wake(bool force_eventfd) {
   wake_target tgt;
   tgt.want = 1;
+  std::string err;
   std::thread th([&] {
-    std::string err;
     tgt.l = loop::create(tiny(), &err);
-    ASSERT_TRUE(tgt.l) << err;
-    if (force_eventfd) tgt.l->disable_msg_ring();
-    tgt.l->set_wake_handler(&wake_target::on_wake, &tgt);
+    if (tgt.l) {
+      if (force_eventfd) tgt.l->disable_msg_ring();
+      tgt.l->set_wake_handler(&wake_target::on_wake, &tgt);
+    }
+    // Set on failure too: the main thread must not wait for a loop that never came.
     tgt.ready.store(true);
-    EXPECT_EQ(tgt.l->run(), 0);
+    if (tgt.l) {
+      EXPECT_EQ(tgt.l->run(), 0);
+    }
   });
   while (!tgt.ready.load()) std::this_thread::yield();
+  if (!tgt.l) {
+    th.join();
+    FAIL() << err;
+  }
   auto src = make_loop();
   ASSERT_TRUE(src);
   if (force_eventfd) src->disable_msg_ring();
@@ -392,17 +400,40 @@ TEST(net_loop, cross_shard_wake_msg_ring) {
 
 TEST(net_loop, cross_shard_wake_eventfd_fallback) { cross_shard_wake(true); }
 
+// request_stop() from another thread ends run() on a loop that has finished a turn and is
+// waiting for completions: run() stays in its loop until then, and returns 0 after. (A lost
+// wake-up hangs in join(); ctest's timeout fails the test.)
 TEST(net_loop, request_stop_from_another_thread) {
   std::unique_ptr<loop> l;
-  std::atomic<bool> ready{false};
+  std::string err;
+  std::atomic<int> state{0};  // 1 running, 2 run() returned, -1 no loop
+  std::atomic<uint64_t> turns{0};
+  int rc = -1;
   std::thread th([&] {
-    std::string err;
     l = loop::create(tiny(), &err);
-    ready.store(true);
-    EXPECT_EQ(l->run(), 0);
+    if (!l) {
+      state.store(-1);
+      return;
+    }
+    l->set_turn_hook(
+        [](void* ctx) {
+          static_cast<std::atomic<uint64_t>*>(ctx)->fetch_add(1);
+          return false;  // nothing pending: the turn waits
+        },
+        &turns);
+    state.store(1);
+    rc = l->run();
+    state.store(2);
   });
-  while (!ready.load()) std::this_thread::yield();
+  while (state.load() == 0) std::this_thread::yield();
+  if (state.load() < 0) {
+    th.join();
+    FAIL() << err;
+  }
+  while (turns.load() == 0) std::this_thread::yield();  // it is in (or entering) its wait
+  EXPECT_EQ(state.load(), 1) << "run() returned before anyone stopped it";
   l->request_stop();
   th.join();
-  EXPECT_TRUE(l->stopping());
+  EXPECT_EQ(state.load(), 2);
+  EXPECT_EQ(rc, 0);
 }
