@@ -200,7 +200,8 @@ void BM_store_acked_writes(benchmark::State& state) {
     if (p->bad) state.SkipWithError("a write came back with a non-zero status");
   }
   const double groups = double(s.groups.load() - groups0);
-  const double writes = double(state.iterations() * (per_iter / n) * n);
+  const uint64_t per_producer = per_iter / n;  // whole writes per producer per iteration
+  const double writes = double(uint64_t(state.iterations()) * per_producer * n);
   state.SetItemsProcessed(int64_t(writes));
   state.SetBytesProcessed(int64_t(writes * double(value.size() + 16)));
   state.counters["writes_per_group"] = groups > 0 ? writes / groups : 0;

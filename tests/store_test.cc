@@ -573,9 +573,9 @@ TEST(store, restart_streams_every_record_to_its_owner_then_streamed) {
     ASSERT_TRUE(wait_for([&] {
       uint64_t a = 0;
       for (auto& s : shards) a += s->acked_ok.load();
-      return a == n * 201;
+      return a == uint64_t{n} * 201;
     }));
-    ASSERT_TRUE(wait_for([&] { return shards[0]->articles_seen.load() == n * 100; }));
+    ASSERT_TRUE(wait_for([&] { return shards[0]->articles_seen.load() == uint64_t{n} * 100; }));
     store->stop();
     c.finish();
     for (const auto& a : shards[0]->kept) sent_records.emplace_back(a->record());

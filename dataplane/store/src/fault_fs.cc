@@ -105,7 +105,7 @@ class fault_writable final : public rdb::FSWritableFileOwnerWrapper {
 
   fault_fs* fs_;
   std::shared_ptr<fault_fs::file_state> st_;
-  const bool real_sync_;
+  bool real_sync_;
 };
 
 class fault_dir final : public rdb::FSDirectoryWrapper {
@@ -130,7 +130,7 @@ class fault_dir final : public rdb::FSDirectoryWrapper {
 
 }  // namespace
 
-fault_fs::fault_fs(std::shared_ptr<rdb::FileSystem> base, bool real_sync)
+fault_fs::fault_fs(const std::shared_ptr<rdb::FileSystem>& base, bool real_sync)
     : FileSystemWrapper(base), real_sync_(real_sync) {}
 
 fault_fs::~fault_fs() = default;

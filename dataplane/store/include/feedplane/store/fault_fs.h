@@ -35,8 +35,9 @@ class fault_fs : public rocksdb::FileSystemWrapper {
  public:
   // real_sync = false skips the disk's fsync (the model alone decides what survives
   // crash()): tests that crash many times run at memory speed.
-  explicit fault_fs(std::shared_ptr<rocksdb::FileSystem> base = rocksdb::FileSystem::Default(),
-                    bool real_sync = true);
+  explicit fault_fs(
+      const std::shared_ptr<rocksdb::FileSystem>& base = rocksdb::FileSystem::Default(),
+      bool real_sync = true);
   ~fault_fs() override;
 
   // ---- control, from any thread ----
@@ -105,7 +106,7 @@ class fault_fs : public rocksdb::FileSystemWrapper {
                                   std::unique_ptr<rocksdb::FSWritableFile>* r);
   rocksdb::IOStatus refused_locked() const;
 
-  const bool real_sync_;
+  bool real_sync_;
   // Guards everything below and every file_state. Held across an append's write to the
   // file, so crash() sees each append either wholly before or wholly after it.
   mutable std::mutex mu_;
