@@ -255,6 +255,42 @@ std::string be64(uint64_t v) {
   return s;
 }
 
+// The model the durability tests rest on: a crash keeps exactly the synced prefix of each
+// file, and a file whose directory was never synced after its creation vanishes.
+TEST(fault_fs, a_crash_keeps_only_synced_bytes_and_synced_directory_entries) {
+  temp_dir d;
+  auto fs = std::make_shared<st::fault_fs>(rocksdb::FileSystem::Default(), true);
+  const rocksdb::FileOptions fo;
+  const rocksdb::IOOptions io;
+  std::unique_ptr<rocksdb::FSWritableFile> a, b;
+  std::unique_ptr<rocksdb::FSDirectory> dir;
+  ASSERT_TRUE(fs->NewDirectory(d.path, io, &dir, nullptr).ok());
+  ASSERT_TRUE(fs->NewWritableFile(d.path + "/a", fo, &a, nullptr).ok());
+  ASSERT_TRUE(a->Append(std::string(100, 'x'), io, nullptr).ok());
+  ASSERT_TRUE(a->Sync(io, nullptr).ok());
+  ASSERT_TRUE(dir->Fsync(io, nullptr).ok());
+  ASSERT_TRUE(a->Append(std::string(50, 'y'), io, nullptr).ok());  // never synced
+  ASSERT_TRUE(fs->NewWritableFile(d.path + "/b", fo, &b, nullptr).ok());
+  ASSERT_TRUE(b->Append(std::string(10, 'z'), io, nullptr).ok());
+  ASSERT_TRUE(b->Sync(io, nullptr).ok());  // its data synced, its directory entry not
+  EXPECT_EQ(std::filesystem::file_size(d.path + "/a"), 150u);
+
+  fs->set_fail_sync(true);
+  EXPECT_FALSE(a->Sync(io, nullptr).ok());
+  fs->set_fail_sync(false);
+  fs->crash();
+  EXPECT_FALSE(a->Append(std::string(1, 'w'), io, nullptr).ok()) << "a write after the crash";
+  EXPECT_FALSE(a->Sync(io, nullptr).ok());
+  a->Close(io, nullptr).PermitUncheckedError();
+  b->Close(io, nullptr).PermitUncheckedError();
+  EXPECT_TRUE(fs->revive());
+  EXPECT_EQ(std::filesystem::file_size(d.path + "/a"), 100u);
+  EXPECT_FALSE(std::filesystem::exists(d.path + "/b"));
+  // Working again.
+  std::unique_ptr<rocksdb::FSWritableFile> c;
+  EXPECT_TRUE(fs->NewWritableFile(d.path + "/c", fo, &c, nullptr).ok());
+}
+
 TEST(store, acks_arrive_only_after_the_synced_write) {
   temp_dir d;
   auto fs = std::make_shared<st::fault_fs>(rocksdb::FileSystem::Default(), false);
@@ -371,7 +407,7 @@ TEST(store, power_loss_at_random_moments_under_load_loses_nothing_acknowledged) 
     EXPECT_TRUE(wait_for([&] { return store->stats().failed.load(); }));
     c.finish();
     store.reset();  // no clean shutdown reaches the disk: the file system is down
-    fs->revive();
+    EXPECT_TRUE(fs->revive());
     for (auto& s : shards) {
       for (auto& a : s->acks) {
         if (a.status == 0) acked.push_back(a);

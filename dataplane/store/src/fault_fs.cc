@@ -1,5 +1,7 @@
 #include "feedplane/store/fault_fs.h"
 
+#include <unistd.h>
+
 #include <utility>
 #include <vector>
 
@@ -171,23 +173,28 @@ void fault_fs::crash() {
   sync_cv_.notify_all();
 }
 
-void fault_fs::revive() {
+bool fault_fs::revive() {
   std::lock_guard l(mu_);
-  if (!crashed_) return;
+  if (!crashed_) return true;
+  bool all = true;
   const rdb::IOOptions io;
   for (const auto& [path, st] : files_) {
     if (!st->entry_durable) {
-      target_->DeleteFile(path, io, nullptr).PermitUncheckedError();
+      const rdb::IOStatus s = target_->DeleteFile(path, io, nullptr);
+      all = (s.ok() || s.IsPathNotFound() || s.IsNotFound()) && all;
       continue;
     }
     uint64_t real = 0;
-    if (target_->GetFileSize(path, io, &real, nullptr).ok() && real != st->synced) {
-      target_->Truncate(path, st->synced, io, nullptr).PermitUncheckedError();
+    if (target_->GetFileSize(path, io, &real, nullptr).ok() && real != st->synced &&
+        !target_->Truncate(path, st->synced, io, nullptr).ok()) {
+      // RocksDB's posix file system does not implement Truncate by name.
+      all = ::truncate(path.c_str(), off_t(st->synced)) == 0 && all;
     }
   }
   // What is left is what a machine would find after the power came back: all durable.
   files_.clear();
   crashed_ = false;
+  return all;
 }
 
 rdb::IOStatus fault_fs::refused_locked() const {

@@ -54,8 +54,9 @@ class fault_fs : public rocksdb::FileSystemWrapper {
   // Power loss: see the top of the file. Releases blocked syncs (they fail).
   void crash();
   // After the database using this file system is closed: drops what was not durable at
-  // crash() and accepts changes again. Without a crash, does nothing.
-  void revive();
+  // crash() and accepts changes again. Without a crash, does nothing. False when a file
+  // could not be cut back or removed (the crash then kept more than it should have).
+  bool revive();
   bool crashed() const;
 
   // ---- rocksdb::FileSystem ----
