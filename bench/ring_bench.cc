@@ -31,6 +31,7 @@
 #include "feedplane/runtime/messages.h"
 #include "feedplane/runtime/sleeper.h"
 #include "feedplane/runtime/spsc_ring.h"
+#include "feedplane/workload/workload.h"
 
 namespace rt = feedplane::runtime;
 
@@ -333,6 +334,40 @@ void BM_broadcast(benchmark::State& st) {
                          benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 BENCHMARK(BM_broadcast)->Arg(1)->Arg(2)->Arg(4)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// ---- article memory and freeze cost ----
+// Bytes of one frozen article (header, strings, folded words, hashes, distinct words)
+// for Cobra's article lengths (61 words median, 637 p90, 2000 long), with a title of 8
+// words, a link and a guid; the summary is the text wrapped in <p>. bytes_per_word shows
+// what the matcher's arrays cost beyond the text itself.
+void BM_article_freeze(benchmark::State& st) {
+  const auto words = size_t(st.range(0));
+  feedplane::workload::rng r(42);
+  feedplane::workload::generator g(feedplane::workload::vocabulary::english());
+  rt::article_builder b;
+  std::vector<std::string> texts, titles;
+  for (int i = 0; i < 64; ++i) {
+    texts.push_back("<p>" + g.text(r, words) + "</p>");
+    titles.push_back(g.title(r));
+  }
+  size_t bytes = 0, n = 0;
+  for (auto _ : st) {
+    b.clear();
+    b.title = titles[n % 64];
+    b.summary = texts[n % 64];
+    b.link = "https://blog.example.org/2026/11/23/some-article-slug";
+    b.guid = "https://blog.example.org/?p=123456";
+    b.source_url = "https://blog.example.org/feed/";
+    rt::article_ref a = b.freeze();
+    benchmark::DoNotOptimize(a.get());
+    bytes += a->bytes();
+    ++n;
+  }
+  st.SetItemsProcessed(int64_t(n));
+  st.counters["bytes_per_article"] = double(bytes) / double(n);
+  st.counters["words"] = double(words);
+}
+BENCHMARK(BM_article_freeze)->Arg(61)->Arg(637)->Arg(2000);
 
 }  // namespace
 
