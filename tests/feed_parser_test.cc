@@ -482,6 +482,16 @@ TEST(feed_render, json_output_shape) {
   EXPECT_NE(out.find("\"recovered\":[]"), std::string::npos) << out;
 }
 
+// The model is UTF-8 after transcoding, but not every field passes the transcoder (base64
+// content decodes to any bytes): the JSON stays valid whatever a field holds.
+TEST(feed_render, json_output_is_valid_for_any_bytes) {
+  feed f;
+  f.title = "caf\xc3\xa9 \xff\x01\"\\";
+  std::string out;
+  render_json(f, out);
+  EXPECT_NE(out.find("\"title\":\"caf\xc3\xa9 \\ufffd\\u0001\\\"\\\\\""), std::string::npos) << out;
+}
+
 TEST(feed_errors, repair_stays_linear_on_floods) {
   // 50k unclosed elements then 50k stray end tags, and a tag with 50k attributes: the repair
   // pass must finish (it is bounded to 64 levels / 64 attributes), not go quadratic.

@@ -12,6 +12,7 @@
 
 #include "commands.h"
 #include "feedplane/base/ascii.h"
+#include "feedplane/base/json.h"
 #include "feedplane/dataplane/config.h"
 #include "feedplane/net/http_client.h"
 #include "feedplane/net/http_response.h"
@@ -20,37 +21,11 @@ namespace feedplane::dataplane {
 
 namespace {
 
+// s as a JSON string literal. Header bytes are not guaranteed UTF-8: invalid bytes print as
+// U+FFFD, so the output is always valid JSON.
 std::string json_string(std::string_view s) {
-  std::string out = "\"";
-  for (char ch : s) {
-    auto c = static_cast<unsigned char>(ch);
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        // Controls, and bytes >= 0x80 (header bytes are not guaranteed UTF-8): escaped as
-        // Latin-1 code points so the output is always valid JSON.
-        if (c < 0x20 || c >= 0x7f) {
-          out += fmt::format("\\u{:04x}", c);
-        } else {
-          out.push_back(ch);
-        }
-    }
-  }
-  out += "\"";
+  std::string out;
+  base::append_json_string(s, out);
   return out;
 }
 

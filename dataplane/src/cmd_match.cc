@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "commands.h"
-#include "feedplane/feed/render.h"
+#include "feedplane/base/json.h"
 #include "feedplane/matcher/article.h"
 #include "feedplane/matcher/index.h"
 
@@ -113,7 +113,7 @@ int run_match(const match_args& args) {
         out += '[';
         for (size_t j = 0; j < words.size(); ++j) {
           if (j) out += ", ";
-          feed::append_json_string(words[j], out);
+          base::append_json_string(words[j], out);
         }
         out += ']';
       }

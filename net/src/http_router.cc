@@ -4,8 +4,8 @@
 #include <charconv>
 #include <stdexcept>
 
+#include "feedplane/base/json.h"
 #include "feedplane/net/http_server.h"
-#include "feedplane/net/json.h"
 
 namespace feedplane::net {
 
@@ -127,9 +127,9 @@ void set_json_error(http_response& r, int status, std::string_view code, std::st
   std::string& b = r.storage;
   b.clear();
   b.append("{\"error\": ");
-  append_json_string(code, b);
+  base::append_json_string(code, b);
   b.append(", \"message\": ");
-  append_json_string(message, b);
+  base::append_json_string(message, b);
   b.append("}\n");
   r.body = b;
 }

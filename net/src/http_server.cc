@@ -15,7 +15,7 @@
 #include <string>
 
 #include "feedplane/base/ascii.h"
-#include "feedplane/net/json.h"
+#include "feedplane/base/json.h"
 
 namespace feedplane::net {
 
@@ -826,9 +826,9 @@ void http_server::write_error(connection& k, int status, const char* reason, boo
   o.append(date());
   o.append("\r\nContent-Type: application/json\r\nContent-Length: ");
   err_body_.assign("{\"error\": ");
-  append_json_string(error_code(status), err_body_);
+  base::append_json_string(error_code(status), err_body_);
   err_body_.append(", \"message\": ");
-  append_json_string(reason, err_body_);
+  base::append_json_string(reason, err_body_);
   err_body_.append("}\n");
   append_num(o, err_body_.size());
   o.append("\r\nConnection: close\r\n\r\n");

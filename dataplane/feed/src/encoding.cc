@@ -10,6 +10,7 @@
 #include <simdjson.h>
 
 #include "feedplane/base/ascii.h"
+#include "feedplane/base/json.h"
 #include "feedplane/matcher/text.h"
 #include "internal.h"
 
@@ -66,35 +67,6 @@ bool is_latin1_name(std::string_view e) {
          ascii_iequals(e, "latin1") || ascii_iequals(e, "latin-1") ||
          ascii_iequals(e, "windows-1252") || ascii_iequals(e, "cp1252") || ascii_iequals(e, "l1") ||
          ascii_iequals(e, "iso_8859-1") || ascii_iequals(e, "x-cp1252");
-}
-
-// Length of the valid UTF-8 sequence at s[i], or 0 when the bytes there are not one.
-size_t utf8_seq(const unsigned char* s, size_t n, size_t i) {
-  const unsigned char c = s[i];
-  if (c < 0x80) return 1;
-  size_t len;
-  uint32_t cp;
-  if (c >= 0xC2 && c <= 0xDF) {
-    len = 2;
-    cp = c & 0x1F;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    len = 3;
-    cp = c & 0x0F;
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    len = 4;
-    cp = c & 0x07;
-  } else {
-    return 0;
-  }
-  if (i + len > n) return 0;
-  for (size_t k = 1; k < len; ++k) {
-    if ((s[i + k] & 0xC0) != 0x80) return 0;
-    cp = (cp << 6) | (s[i + k] & 0x3F);
-  }
-  if ((len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
-      (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
-    return 0;
-  return len;
 }
 
 void cp1252_to_utf8(std::string_view in, std::string& out) {
@@ -301,8 +273,7 @@ parse_errc transcoder::to_utf8(std::string_view in, std::string_view content_typ
       // keep the UTF-8 and replace the broken bytes.
       size_t valid_multi = 0, invalid = 0;
       for (size_t i = 0; i < in.size();) {
-        const size_t len =
-            utf8_seq(reinterpret_cast<const unsigned char*>(in.data()), in.size(), i);
+        const size_t len = base::utf8_sequence_length(in, i);
         if (len == 0) {
           ++invalid;
           ++i;
@@ -316,9 +287,8 @@ parse_errc transcoder::to_utf8(std::string_view in, std::string_view content_typ
         note(st, recovery::encoding_fallback);
       } else {
         out.reserve(in.size() + invalid * 2);
-        const auto* s = reinterpret_cast<const unsigned char*>(in.data());
         for (size_t i = 0; i < in.size();) {
-          const size_t len = utf8_seq(s, in.size(), i);
+          const size_t len = base::utf8_sequence_length(in, i);
           if (len == 0) {
             matcher::append_utf8(0xFFFD, out);
             ++i;

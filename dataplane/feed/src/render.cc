@@ -1,7 +1,6 @@
 #include "feedplane/feed/render.h"
 
-#include <cstdio>
-
+#include "feedplane/base/json.h"
 #include "feedplane/feed/text.h"
 
 namespace feedplane::feed {
@@ -15,7 +14,7 @@ void key(const char* k, std::string& out) {
 
 void str_field(const char* k, std::string_view v, std::string& out) {
   key(k, out);
-  append_json_string(v, out);
+  base::append_json_string(v, out);
   out.push_back(',');
 }
 
@@ -42,7 +41,7 @@ void persons(const char* k, const std::vector<person>& v, std::string& out) {
     str_field("name", v[i].name, out);
     str_field("email", v[i].email, out);
     key("uri", out);
-    append_json_string(v[i].uri, out);
+    base::append_json_string(v[i].uri, out);
     out.push_back('}');
   }
   out.append("],");
@@ -53,7 +52,7 @@ void strings(const char* k, const std::vector<std::string>& v, std::string& out)
   out.push_back('[');
   for (size_t i = 0; i < v.size(); ++i) {
     if (i) out.push_back(',');
-    append_json_string(v[i], out);
+    base::append_json_string(v[i], out);
   }
   out.append("],");
 }
@@ -78,31 +77,6 @@ const char* format_name(feed_format f) {
 }
 
 }  // namespace
-
-void append_json_string(std::string_view s, std::string& out) {
-  out.push_back('"');
-  for (char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c == '"') {
-      out.append("\\\"");
-    } else if (c == '\\') {
-      out.append("\\\\");
-    } else if (c == '\n') {
-      out.append("\\n");
-    } else if (c == '\r') {
-      out.append("\\r");
-    } else if (c == '\t') {
-      out.append("\\t");
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out.append(buf);
-    } else {
-      out.push_back(ch);
-    }
-  }
-  out.push_back('"');
-}
 
 void render_json(const feed& f, std::string& out) {
   out.push_back('{');
@@ -155,7 +129,7 @@ void render_json(const feed& f, std::string& out) {
     if ((f.recovered & (1u << b)) == 0) continue;
     if (!first) out.push_back(',');
     first = false;
-    append_json_string(recovery_name(b), out);
+    base::append_json_string(recovery_name(b), out);
   }
   out.append("],\"recovery_events\":");
   out.append(std::to_string(f.recovery_events));

@@ -8,10 +8,8 @@
 namespace feedplane::feed {
 
 // Appends f to out as one JSON object: {"format", "version", "feed": {...}, "entries": [...],
-// "recovered": [names]}. Absent dates are null.
+// "recovered": [names]}. Absent dates are null. Strings are escaped by
+// base::append_json_string.
 void render_json(const feed& f, std::string& out);
-
-// Appends s as a JSON string literal (quotes included).
-void append_json_string(std::string_view s, std::string& out);
 
 }  // namespace feedplane::feed

@@ -1,5 +1,6 @@
-// JSON string escaping for what net writes itself (error bodies). The lowest copy in the
-// tree: feed's render.h and `feedplane fetch` have their own and can call this one.
+// JSON string escaping and the UTF-8 validity it rests on: the one copy, for net's error
+// bodies, feed's `parse` output, `feedplane fetch` and `match`, and feed's transcoder.
+// Header-only and in base because net and feed both need it and feed may not link net.
 #pragma once
 
 #include <cstddef>
@@ -7,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-namespace feedplane::net {
+namespace feedplane::base {
 
 // Length of the valid UTF-8 sequence at s[i] (1-4), or 0 if the bytes there are not one
 // (overlong forms, surrogates and code points above U+10FFFF are not).
@@ -83,4 +84,4 @@ inline void append_json_string(std::string_view s, std::string& out) {
   out.push_back('"');
 }
 
-}  // namespace feedplane::net
+}  // namespace feedplane::base
