@@ -27,9 +27,8 @@ constexpr errc_entry k_errc[] = {
     {"failed", "durable writes are refused: the store failed earlier (see its reason)"},
     {"write_failed", "the group this write was in failed to write or sync"},
     {"bad_write", "the write has an op of a kind shards may not write, or a null article"},
-    {"stopped", "the store stopped before applying the write"},
 };
-static_assert(sizeof(k_errc) / sizeof(k_errc[0]) == size_t(store_errc::stopped) + 1);
+static_assert(sizeof(k_errc) / sizeof(k_errc[0]) == size_t(store_errc::bad_write) + 1);
 
 // meta keys
 constexpr std::string_view k_format_key = "format_version";

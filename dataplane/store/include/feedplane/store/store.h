@@ -42,7 +42,6 @@ enum class store_errc : int32_t {
   failed,        // refused: the store failed earlier and acknowledges nothing until restart
   write_failed,  // this write's group failed to write or sync (the store is now failed)
   bad_write,     // an op of a kind shards may not write (meta, articles), or a null article
-  stopped,       // the store stopped before this write was applied
 };
 std::string_view store_errc_name(store_errc e);
 std::string_view store_errc_message(store_errc e);
