@@ -136,8 +136,9 @@ void add_match_command(CLI::App& app, int* rc) {
   cmd->footer(
       "Prints {\"article\": i, \"matches\": [subscription ids ascending]} per article, in input\n"
       "order. A subscription's id is its 0-based line number; an invalid query is reported on\n"
-      "stderr with its line and reason and skipped. Query language: words (all required),\n"
-      "OR, parentheses, -word or NOT word, \"quoted phrase\", title:word.");
+      "stderr with its line and reason and skipped. Query language: words (all required;\n"
+      "AND may be written), OR, parentheses, -word or NOT word, \"quoted phrase\", title:word.\n"
+      "Limits: 16 words, 8 AND-clauses after expanding OR and NOT, 32 levels of nesting.");
   auto args = std::make_shared<match_args>();
   cmd->add_option("--subscriptions,-s", args->subscriptions, "file with one query per line")
       ->required();

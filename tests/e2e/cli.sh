@@ -27,5 +27,37 @@ grep -o "bad2.toml:[0-9]*: [a-z ]* '[a-z_.]*'" "$tmp/err" >"$tmp/got" || true
 printf "bad2.toml:%s'\n" "2: bad value for 'server.shards" "3: bad value for 'server.listen" \
   "4: bad value for 'server.gzip" "6: bad value for 'client.max_redirects" \
   "7: unknown key 'client.user_agnt" | diff -u - "$tmp/got" || fail "bad values: $(cat "$tmp/err")"
+# The README tells a new user the truth: each subcommand's synopsis lists exactly the long
+# options its --help lists, the query language section names AND and the word limit, and
+# nothing links outside the repository.
+src=$(cd "$(dirname "$0")/../.." && pwd)
+python3 - "$bin" "$src/README.md" <<'PY' || fail "README out of step with the binary"
+import re, subprocess, sys
+binary, readme = sys.argv[1], open(sys.argv[2]).read()
+bad = []
+for sub in ("serve", "fetch", "parse", "match", "config"):
+    m = re.search(r"\| `feedplane " + sub + r"\b([^`]*)`", readme)
+    if not m:
+        bad.append(f"no synopsis for {sub}")
+        continue
+    synopsis = set(re.findall(r"(?<![\w-])--?[A-Za-z][\w-]*", m.group(1)))
+    helptext = subprocess.run([binary, sub, "--help"], capture_output=True, text=True).stdout
+    # "  -H,--header TEXT  ..." -> {"-H", "--header"}; documented under either name.
+    options = [set(o.split(",")) for o in re.findall(r"^\s+((?:-\w,)?--[\w-]+)", helptext, re.M)]
+    options = [o for o in options if "--help" not in o]
+    missing = [max(o, key=len) for o in options if not o & synopsis]
+    unknown = [f for f in synopsis if not any(f in o for o in options)]
+    if missing or unknown:
+        bad.append(f"{sub}: not in the README synopsis {missing}, not in --help {unknown}")
+ql = readme[readme.find("### The query language"):]
+if "AND" not in ql[:2000] or "16 words" not in ql[:2000]:
+    bad.append("query language section lacks AND or the 16-word limit")
+if "../shared" in readme:
+    bad.append("README links ../shared, which a clone does not have")
+for line in bad:
+    print("README:", line)
+sys.exit(1 if bad else 0)
+PY
+"$bin" --help | grep -qi "serves each subscription's matches as a private feed" && fail "--help claims private feeds"
 if "$bin" nosuchcommand 2>/dev/null; then fail "unknown subcommand accepted"; fi
 echo "cli ok"
