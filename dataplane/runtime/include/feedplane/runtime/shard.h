@@ -54,8 +54,8 @@ class owner_check {
 
 struct mesh_options {
   uint32_t max_outstanding = 512;  // tasks in flight from one shard to one peer
-  uint32_t write_ring = 1024;      // shard -> store
-  uint32_t event_ring = 2048;      // store -> shard (acks and start-up records)
+  uint32_t write_ring = 4096;      // shard -> store (a group holds up to this per shard)
+  uint32_t event_ring = 8192;      // store -> shard (acks and start-up records)
   uint32_t article_ring = 4096;    // store -> shard
   uint32_t batch = 256;            // items drained from one ring per turn
 };
