@@ -21,6 +21,10 @@ namespace feedplane::net {
 
 namespace {
 
+// Input buffered while parsing is paused (pipelined behind a deferred answer) before
+// reading stops too.
+constexpr size_t paused_input_limit = size_t{64} * 1024;
+
 // Whether raw request bytes (a request refused before it parsed) are a HEAD request: the
 // method is the first token, after any empty lines (RFC 9112 2.2).
 bool is_head_request(std::string_view raw) {
@@ -171,12 +175,14 @@ struct http_server::connection {
   bool closing = false;    // no more requests: send what is queued, then linger
   bool lingering = false;  // write side shut, draining input until EOF or linger_ms
   bool peer_closed = false;
-  bool paused = false;         // output above high water: recv cancelled, input kept in `in`
-  bool continue_sent = false;  // "100 Continue" already sent for the current request
-  bool awaiting = false;       // a deferred response is outstanding
-  uint32_t gen = 0;            // bumped when the slot is released (stale deferrals miss)
-  uint32_t seq = 0;            // bumped per request handled (a late deferred answer misses)
-  uint64_t idle_deadline = 0;  // loop ms after which an idle (or stalled-send) conn closes
+  bool paused = false;           // not parsing: awaiting an answer, or output above high water
+  bool reading_stopped = false;  // recv cancelled on purpose (output high water, or too
+                                 // much input pipelined behind a deferred answer)
+  bool continue_sent = false;    // "100 Continue" already sent for the current request
+  bool awaiting = false;         // a deferred response is outstanding
+  uint32_t gen = 0;              // bumped when the slot is released (stale deferrals miss)
+  uint32_t seq = 0;              // bumped per request handled (a late deferred answer misses)
+  uint64_t idle_deadline = 0;    // loop ms after which an idle (or stalled-send) conn closes
   std::unique_ptr<deferred_state> dstate;
   enum class tmode : uint8_t { none, idle, request, send, linger, awaiting } tm = tmode::none;
   op_id recv_op;
@@ -280,11 +286,11 @@ struct http_server::connection {
           return;
         }
       } else if (c.res == -ENOBUFS || c.res > 0) {
-        if (!paused) arm_recv();  // buffer ring ran dry: re-arm (buffers are back by now)
+        if (!reading_stopped) arm_recv();  // ring ran dry: re-arm (buffers are back by now)
       } else if (c.res == -ECANCELED) {
-        // We paused reading; if resume() already ran while the cancel was in flight, it
+        // We stopped reading; if resume() already ran while the cancel was in flight, it
         // could not re-arm (recv still armed then): do it now.
-        if (!paused && !closing) arm_recv();
+        if (!reading_stopped && !closing) arm_recv();
       } else {
         abort();  // ECONNRESET and friends
         return;
@@ -303,11 +309,16 @@ struct http_server::connection {
       if (in.cap == 0) {
         in = srv->take_input(need);
       }
-      if (need > in.cap) grow_input(std::max(need, in.cap * 2));
+      if (need > in.cap)
+        grow_input(need == in_want ? sized_for_body() : std::max(need, in.cap * 2));
     }
     memcpy(in.p.get() + in_size, data.data(), data.size());
     in_size += data.size();
   }
+
+  // in_want overestimates by the body bytes that came with the head (less than one receive
+  // buffer); one receive buffer more makes every later request of that size fit the block.
+  size_t sized_for_body() const { return in_want + srv->loop_.buffer_size(); }
 
   void grow_input(size_t cap) {
     input_block b{std::make_unique<char[]>(cap + body_padding), cap};  // zeroed
@@ -319,7 +330,11 @@ struct http_server::connection {
     if (closing) return;  // after a final response, further input is discarded
     if (paused || in_size != 0) {
       append_input(data);
-      if (!paused) process_in();
+      if (!paused) {
+        process_in();
+      } else if (in_size > paused_input_limit) {
+        stop_reading();
+      }
       return;
     }
     size_t used = process(data, false);
@@ -339,7 +354,7 @@ struct http_server::connection {
     if (in_size == 0) {
       srv->give_input(in);  // split requests are rare: an idle connection holds no block
     } else if (in_want > in.cap) {
-      grow_input(in_want);  // the head said how large the body is: one step, not doubling
+      grow_input(sized_for_body());  // the head said how large the body is: one step
     }
     flush();
   }
@@ -382,19 +397,28 @@ struct http_server::connection {
         break;
       }
       if (!srv->req_.keep_alive) closing = true;
-      if (out.size() >= srv->opt_.output_high_water) pause();
+      if (out.size() >= srv->opt_.output_high_water) {
+        pause();
+        stop_reading();
+      }
     }
     return pos;
   }
 
-  void pause() {
-    if (paused) return;
-    paused = true;
+  // Stops parsing. Reading goes on (into `in`, up to paused_input_limit) so that a client
+  // that resets while its answer is deferred is seen at once: the slot is released and the
+  // late complete() returns false.
+  void pause() { paused = true; }
+
+  void stop_reading() {
+    if (reading_stopped) return;
+    reading_stopped = true;
     if (recv_armed) lp().cancel(recv_op);
   }
 
   void resume() {
     paused = false;
+    reading_stopped = false;
     if (in_size != 0) process_in();
     if (!dead && !closing) arm_recv();
   }
@@ -462,7 +486,7 @@ struct http_server::connection {
     }
     tm = tmode::linger;
     lp().arm(t, srv->opt_.linger_ms);
-    if (paused) paused = false;
+    paused = reading_stopped = false;
     arm_recv();
   }
 
@@ -570,7 +594,7 @@ http_server::connection* http_server::alloc_connection() {
   k->srv = this;
   k->in_use = true;
   k->dead = k->recv_armed = k->send_inflight = k->closing = k->lingering = false;
-  k->peer_closed = k->paused = k->continue_sent = false;
+  k->peer_closed = k->paused = k->reading_stopped = k->continue_sent = false;
   k->tm = connection::tmode::none;
   k->send_off = 0;
   k->in_want = 0;

@@ -40,7 +40,7 @@ struct http_response;
 // Bytes readable after the end of request_context::padded_body(): SIMDJSON_PADDING (64), so
 // dataplane parses a body in place with
 //   simdjson::padded_string_view(b.data(), b.size(), b.size() + net::body_padding)
-// (net does not link simdjson; dataplane static_asserts SIMDJSON_PADDING <= body_padding).
+// (net does not link simdjson; static_assert(simdjson::SIMDJSON_PADDING <= body_padding)).
 inline constexpr size_t body_padding = 64;
 
 // A request answered later: a handler that cannot answer at once (the state it needs lives
