@@ -101,7 +101,7 @@ world& get_world(size_t n) {
   double index_ns = 0;
   w->idx.reserve(static_cast<uint32_t>(n));
   for (uint32_t id = 0; id < n; ++id) {
-    if (!parser.parse(gen().subscription(r), q).empty()) std::abort();
+    if (!parser.parse(gen().subscription(r), q).ok()) std::abort();
     const auto t0 = clock_type::now();
     w->idx.add(id, q);
     index_ns += ns_since(t0);

@@ -14,7 +14,7 @@ namespace {
 std::string clauses(std::string_view text) {
   fm::query_parser p;
   fm::parsed_query q;
-  if (auto err = p.parse(text, q); !err.empty()) return "error: " + err;
+  if (auto err = p.parse(text, q); !err.ok()) return "error: " + err.message;
   std::string s;
   for (size_t i = 0; i < q.clauses.size(); ++i) {
     if (i) s += " | ";
@@ -34,7 +34,13 @@ std::string clauses(std::string_view text) {
 std::string error(std::string_view text) {
   fm::query_parser p;
   fm::parsed_query q;
-  return p.parse(text, q);
+  return p.parse(text, q).message;
+}
+
+fm::errc code(std::string_view text) {
+  fm::query_parser p;
+  fm::parsed_query q;
+  return p.parse(text, q).code;
 }
 
 TEST(MatcherQuery, Conjunctions) {
@@ -141,24 +147,54 @@ TEST(MatcherQuery, NestingIsLimited) {
   shallow.max_depth = 2;
   fm::query_parser p(shallow);
   fm::parsed_query q;
-  EXPECT_EQ(p.parse("rust -(java OR go)", q), "");
-  EXPECT_EQ(p.parse("rust -(-java)", q),
+  EXPECT_TRUE(p.parse("rust -(java OR go)", q).ok());
+  EXPECT_EQ(p.parse("rust -(-java)", q).message,
             "too deeply nested: '-' at column 8 opens level 3 of parentheses, NOT, '-' and title: "
             "(the limit is 2)");
+}
+
+// Each refusal carries its code and, where there is one, the column; the codes have stable
+// names and messages.
+TEST(MatcherQuery, ErrorCodes) {
+  EXPECT_EQ(code("rust tokio"), fm::errc::ok);
+  EXPECT_EQ(code(""), fm::errc::empty_query);
+  EXPECT_EQ(code("\"new york"), fm::errc::unbalanced_quotes);
+  EXPECT_EQ(code("\"\" rust"), fm::errc::empty_phrase);
+  EXPECT_EQ(code("(rust go"), fm::errc::unbalanced_parentheses);
+  EXPECT_EQ(code("rust go)"), fm::errc::unbalanced_parentheses);
+  EXPECT_EQ(code("rust ()"), fm::errc::empty_parentheses);
+  EXPECT_EQ(code("rust OR"), fm::errc::dangling_operator);
+  EXPECT_EQ(code("rust - go"), fm::errc::dangling_operator);
+  EXPECT_EQ(code(std::string(40, '(') + "x" + std::string(40, ')')), fm::errc::too_deep);
+  EXPECT_EQ(code("rust " + std::string(129, 'x')), fm::errc::word_too_long);
+  EXPECT_EQ(code("a1 a2 a3 a4 a5 a6 a7 a8 a9 b1 b2 b3 b4 b5 b6 b7 b8"), fm::errc::too_many_words);
+  EXPECT_EQ(code("(a1 OR a2) (b1 OR b2) (c1 OR c2) (d1 OR d2)"), fm::errc::too_many_clauses);
+  EXPECT_EQ(code("rust -rust"), fm::errc::never_matches);
+  EXPECT_EQ(code("-java"), fm::errc::only_exclusions);
+  EXPECT_EQ(code("the"), fm::errc::only_frequent_words);
+  fm::query_parser p;
+  fm::parsed_query q;
+  const fm::query_error e = p.parse("rust go)", q);
+  EXPECT_EQ(e.column, 8u);
+  EXPECT_FALSE(e.ok());
+  EXPECT_EQ(fm::errc_name(fm::errc::too_deep), "too_deep");
+  EXPECT_EQ(fm::errc_name(fm::errc::only_frequent_words), "only_frequent_words");
+  EXPECT_EQ(fm::errc_name(fm::errc::ok), "ok");
+  EXPECT_FALSE(fm::errc_message(fm::errc::dangling_operator).empty());
 }
 
 TEST(MatcherQuery, LimitsAreConfigurable) {
   fm::query_parser p(fm::query_limits{2, 1}, {});
   fm::parsed_query q;
-  EXPECT_EQ(p.parse("a b c", q), "too many words: 3 (the limit is 2)");
-  EXPECT_NE(p.parse("a OR b", q), "");
-  EXPECT_EQ(p.parse("the", q), "");  // no frequent words configured
+  EXPECT_EQ(p.parse("a b c", q).message, "too many words: 3 (the limit is 2)");
+  EXPECT_EQ(p.parse("a OR b", q).code, fm::errc::too_many_clauses);
+  EXPECT_TRUE(p.parse("the", q).ok());  // no frequent words configured
 }
 
 TEST(MatcherQuery, TreeRoundTrips) {
   fm::query_parser p;
   fm::parsed_query q;
-  ASSERT_EQ(p.parse("(law internet) OR -title:\"big brother\" privacy", q), "");
+  ASSERT_TRUE(p.parse("(law internet) OR -title:\"big brother\" privacy", q).ok());
   EXPECT_EQ(fm::to_string(q.tree), "law internet OR -title:\"big brother\" privacy");
 }
 

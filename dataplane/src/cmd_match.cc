@@ -67,9 +67,9 @@ int run_match(const match_args& args) {
   matcher::index idx;
   uint32_t id = 0;
   for (std::string line; std::getline(subs, line); ++id) {
-    if (auto err = idx.add(id, line); !err.empty()) {
+    if (auto err = idx.add(id, line); !err.ok()) {
       fmt::print(stderr, "feedplane: match: {}:{}: subscription {} skipped: {}\n",
-                 args.subscriptions, id + 1, id, err);
+                 args.subscriptions, id + 1, id, err.message);
     }
   }
   simdjson::ondemand::parser parser;

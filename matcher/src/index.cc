@@ -1016,10 +1016,10 @@ bool index::add_plain_text(uint32_t id, std::string_view query) {
   return true;
 }
 
-std::string index::add(uint32_t id, std::string_view query) {
+query_error index::add(uint32_t id, std::string_view query) {
   if (add_plain_text(id, query)) return {};
   parsed_query q;
-  if (auto err = impl_->parser.parse(query, q); !err.empty()) return err;
+  if (auto err = impl_->parser.parse(query, q); !err.ok()) return err;
   add(id, q);
   return {};
 }

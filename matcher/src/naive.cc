@@ -21,9 +21,9 @@ bool has_term(const query_term& t, const article_view& a) {
 
 }  // namespace
 
-std::string naive_matcher::add(uint32_t id, std::string_view query) {
+query_error naive_matcher::add(uint32_t id, std::string_view query) {
   parsed_query q;
-  if (auto err = parser_.parse(query, q); !err.empty()) return err;
+  if (auto err = parser_.parse(query, q); !err.ok()) return err;
   add(id, q);
   return {};
 }

@@ -2,10 +2,46 @@
 #include "feedplane/matcher/query.h"
 
 #include <algorithm>
+#include <iterator>
 #include <string>
 #include <utility>
 
 namespace feedplane::matcher {
+
+namespace {
+struct errc_entry {
+  std::string_view name;
+  std::string_view message;
+};
+// Indexed by the enum value; the static_assert keeps the table in step with it.
+constexpr errc_entry k_errc_table[] = {
+    {"ok", "no error"},
+    {"empty_query", "the query has no words"},
+    {"unbalanced_quotes", "a quote is never closed"},
+    {"empty_phrase", "a quoted phrase has no words"},
+    {"unbalanced_parentheses", "a parenthesis is never closed or never opened"},
+    {"empty_parentheses", "a pair of parentheses holds nothing"},
+    {"dangling_operator", "an operator (OR, AND, NOT, '-', title:) has nothing to apply to"},
+    {"too_deep", "the query nests deeper than the limit"},
+    {"word_too_long", "a word is longer than the limit"},
+    {"too_many_words", "the query has more words than the limit"},
+    {"too_many_clauses", "OR and NOT expand the query to more AND-clauses than the limit"},
+    {"never_matches", "every alternative excludes a word it requires"},
+    {"only_exclusions", "an alternative excludes words but requires none"},
+    {"only_frequent_words", "an alternative requires only very frequent words"},
+};
+static_assert(std::size(k_errc_table) == static_cast<size_t>(errc::only_frequent_words) + 1);
+}  // namespace
+
+std::string_view errc_name(errc e) {
+  const auto i = static_cast<size_t>(e);
+  return i < std::size(k_errc_table) ? k_errc_table[i].name : "unknown";
+}
+
+std::string_view errc_message(errc e) {
+  const auto i = static_cast<size_t>(e);
+  return i < std::size(k_errc_table) ? k_errc_table[i].message : "unknown error";
+}
 
 const std::vector<std::string>& default_frequent_words() {
   // The first 29 lines of bench/workload/data/english_by_rank.txt.
@@ -32,18 +68,23 @@ bool is_space(char c) {
 }
 bool ends_bare(char c) { return is_space(c) || c == '(' || c == ')' || c == '"'; }
 
+query_error fail(errc code, size_t column, std::string message) {
+  return {code, column, std::move(message)};
+}
+
 class parser {
  public:
   parser(std::string_view text, size_t max_depth, token_buffer& scratch)
       : text_(text), max_depth_(max_depth), scratch_(scratch) {}
 
-  std::string run(query_node& out) {
-    if (auto err = lex(); !err.empty()) return err;
-    if (tokens_.size() == 1) return "empty query: it has no words";
-    if (auto err = parse_or(out); !err.empty()) return err;
+  query_error run(query_node& out) {
+    if (auto err = lex(); !err.ok()) return err;
+    if (tokens_.size() == 1) return fail(errc::empty_query, 0, "empty query: it has no words");
+    if (auto err = parse_or(out); !err.ok()) return err;
     if (peek().type == tok::rparen) {
-      return "unbalanced parentheses: ')' at column " + std::to_string(peek().column) +
-             " has no matching '('";
+      return fail(errc::unbalanced_parentheses, peek().column,
+                  "unbalanced parentheses: ')' at column " + std::to_string(peek().column) +
+                      " has no matching '('");
     }
     return {};
   }
@@ -58,7 +99,7 @@ class parser {
     return words;
   }
 
-  std::string lex() {
+  query_error lex() {
     size_t i = 0;
     const size_t n = text_.size();
     while (i < n) {
@@ -75,23 +116,29 @@ class parser {
       } else if (c == '"') {
         const size_t close = text_.find('"', i + 1);
         if (close == std::string_view::npos) {
-          return "unbalanced quotes: the '\"' at column " + std::to_string(column) +
-                 " is never closed";
+          return fail(errc::unbalanced_quotes, column,
+                      "unbalanced quotes: the '\"' at column " + std::to_string(column) +
+                          " is never closed");
         }
         auto words = fold(text_.substr(i + 1, close - i - 1));
-        if (words.empty()) return "empty quoted phrase at column " + std::to_string(column);
+        if (words.empty()) {
+          return fail(errc::empty_phrase, column,
+                      "empty quoted phrase at column " + std::to_string(column));
+        }
         tokens_.push_back({tok::word, column, std::move(words), true});
         i = close + 1;
       } else if (c == '-' && i + 1 < n && !is_space(text_[i + 1]) && text_[i + 1] != ')') {
         tokens_.push_back({tok::minus, column, {}});
         ++i;
       } else if (c == '-' && (i + 1 == n || is_space(text_[i + 1]) || text_[i + 1] == ')')) {
-        return "'-' at column " + std::to_string(column) +
-               " must be followed directly by a word, phrase or group to exclude";
+        return fail(errc::dangling_operator, column,
+                    "'-' at column " + std::to_string(column) +
+                        " must be followed directly by a word, phrase or group to exclude");
       } else if (text_.substr(i, 6) == "title:") {
         if (i + 6 == n || is_space(text_[i + 6]) || text_[i + 6] == ')') {
-          return "'title:' at column " + std::to_string(column) +
-                 " must be followed directly by a word, phrase or group";
+          return fail(errc::dangling_operator, column,
+                      "'title:' at column " + std::to_string(column) +
+                          " must be followed directly by a word, phrase or group");
         }
         tokens_.push_back({tok::title, column, {}});
         i += 6;
@@ -136,17 +183,18 @@ class parser {
     }
   }
 
-  std::string parse_or(query_node& out) {
+  query_error parse_or(query_node& out) {
     std::vector<query_node> alternatives(1);
-    if (auto err = parse_and(alternatives.back()); !err.empty()) return err;
+    if (auto err = parse_and(alternatives.back()); !err.ok()) return err;
     while (peek().type == tok::op_or) {
       const size_t column = peek().column;
       ++pos_;
       if (ends_operand(peek().type)) {
-        return "OR at column " + std::to_string(column) + " has nothing after it";
+        return fail(errc::dangling_operator, column,
+                    "OR at column " + std::to_string(column) + " has nothing after it");
       }
       alternatives.emplace_back();
-      if (auto err = parse_and(alternatives.back()); !err.empty()) return err;
+      if (auto err = parse_and(alternatives.back()); !err.ok()) return err;
     }
     if (alternatives.size() == 1) {
       out = std::move(alternatives[0]);
@@ -157,7 +205,7 @@ class parser {
     return {};
   }
 
-  std::string parse_and(query_node& out) {
+  query_error parse_and(query_node& out) {
     std::vector<query_node> items;
     while (true) {
       const tok t = peek().type;
@@ -165,28 +213,34 @@ class parser {
       if (t == tok::op_and) {
         const size_t column = peek().column;
         if (items.empty())
-          return "AND at column " + std::to_string(column) + " has nothing before it";
+          return fail(errc::dangling_operator, column,
+                      "AND at column " + std::to_string(column) + " has nothing before it");
         ++pos_;
         if (ends_operand(peek().type)) {
-          return "AND at column " + std::to_string(column) + " has nothing after it";
+          return fail(errc::dangling_operator, column,
+                      "AND at column " + std::to_string(column) + " has nothing after it");
         }
         continue;
       }
       items.emplace_back();
-      if (auto err = parse_unary(items.back()); !err.empty()) return err;
+      if (auto err = parse_unary(items.back()); !err.ok()) return err;
     }
     if (items.empty()) {
       const token& t = peek();
       if (t.type == tok::op_or)
-        return "OR at column " + std::to_string(t.column) + " has nothing before it";
+        return fail(errc::dangling_operator, t.column,
+                    "OR at column " + std::to_string(t.column) + " has nothing before it");
       if (t.type == tok::rparen) {
         if (pos_ > 0 && tokens_[pos_ - 1].type == tok::lparen) {
-          return "empty parentheses at column " + std::to_string(tokens_[pos_ - 1].column);
+          const size_t column = tokens_[pos_ - 1].column;
+          return fail(errc::empty_parentheses, column,
+                      "empty parentheses at column " + std::to_string(column));
         }
-        return "unbalanced parentheses: ')' at column " + std::to_string(t.column) +
-               " has no matching '('";
+        return fail(errc::unbalanced_parentheses, t.column,
+                    "unbalanced parentheses: ')' at column " + std::to_string(t.column) +
+                        " has no matching '('");
       }
-      return "empty query: it has no words";
+      return fail(errc::empty_query, 0, "empty query: it has no words");
     }
     if (items.size() == 1) {
       out = std::move(items[0]);
@@ -199,15 +253,17 @@ class parser {
 
   // Every construct that recurses (NOT, '-', title:, a group) goes one level deeper; the
   // limit keeps the recursion here, and in every walk of the tree, off the end of the stack.
-  std::string parse_unary(query_node& out) {
+  query_error parse_unary(query_node& out) {
     const token& t = peek();
     const bool nests = t.type == tok::op_not || t.type == tok::minus || t.type == tok::title ||
                        t.type == tok::lparen;
     if (nests && depth_ == max_depth_) {
-      return "too deeply nested: " + std::string(t.type == tok::lparen ? "'('" : name(t.type)) +
-             " at column " + std::to_string(t.column) + " opens level " +
-             std::to_string(depth_ + 1) + " of parentheses, NOT, '-' and title: (the limit is " +
-             std::to_string(max_depth_) + ")";
+      return fail(
+          errc::too_deep, t.column,
+          "too deeply nested: " + std::string(t.type == tok::lparen ? "'('" : name(t.type)) +
+              " at column " + std::to_string(t.column) + " opens level " +
+              std::to_string(depth_ + 1) + " of parentheses, NOT, '-' and title: (the limit is " +
+              std::to_string(max_depth_) + ")");
     }
     if (!nests) return parse_operand(out);
     ++depth_;
@@ -216,18 +272,19 @@ class parser {
     return err;
   }
 
-  std::string parse_nested(query_node& out) {
+  query_error parse_nested(query_node& out) {
     const token& t = peek();
     if (t.type == tok::op_not || t.type == tok::minus || t.type == tok::title) {
       const tok type = t.type;
       const size_t column = t.column;
       ++pos_;
       if (ends_operand(peek().type)) {
-        return std::string(name(type)) + " at column " + std::to_string(column) +
-               " has nothing to apply to";
+        return fail(errc::dangling_operator, column,
+                    std::string(name(type)) + " at column " + std::to_string(column) +
+                        " has nothing to apply to");
       }
       query_node child;
-      if (auto err = parse_unary(child); !err.empty()) return err;
+      if (auto err = parse_unary(child); !err.ok()) return err;
       if (type == tok::title) {
         set_title(child);
         out = std::move(child);
@@ -241,11 +298,13 @@ class parser {
       const size_t column = t.column;
       ++pos_;
       if (peek().type == tok::rparen)
-        return "empty parentheses at column " + std::to_string(column);
-      if (auto err = parse_or(out); !err.empty()) return err;
+        return fail(errc::empty_parentheses, column,
+                    "empty parentheses at column " + std::to_string(column));
+      if (auto err = parse_or(out); !err.ok()) return err;
       if (peek().type != tok::rparen) {
-        return "unbalanced parentheses: '(' at column " + std::to_string(column) +
-               " is never closed";
+        return fail(
+            errc::unbalanced_parentheses, column,
+            "unbalanced parentheses: '(' at column " + std::to_string(column) + " is never closed");
       }
       ++pos_;
       return {};
@@ -253,7 +312,7 @@ class parser {
     return parse_operand(out);
   }
 
-  std::string parse_operand(query_node& out) {
+  query_error parse_operand(query_node& out) {
     const token& t = peek();
     if (t.type == tok::word) {
       out.type = query_node::kind::term;
@@ -261,7 +320,8 @@ class parser {
       ++pos_;
       return {};
     }
-    return "unexpected token at column " + std::to_string(t.column);  // unreachable
+    return fail(errc::empty_query, t.column,
+                "unexpected token at column " + std::to_string(t.column));  // unreachable
   }
 
   static void set_title(query_node& node) {
@@ -391,23 +451,26 @@ bool query_parser::is_frequent(std::string_view word) const {
   return it != frequent_.end() && *it == word;
 }
 
-std::string query_parser::parse(std::string_view text, parsed_query& out) {
+query_error query_parser::parse(std::string_view text, parsed_query& out) {
   out.tree = {};
   out.clauses.clear();
-  if (auto err = parser(text, limits_.max_depth, scratch_).run(out.tree); !err.empty()) return err;
+  if (auto err = parser(text, limits_.max_depth, scratch_).run(out.tree); !err.ok()) return err;
   if (const std::string_view w = longest_word(out.tree); w.size() > limits_.max_word_bytes) {
-    return "a word is too long: " + std::to_string(w.size()) + " bytes (the limit is " +
-           std::to_string(limits_.max_word_bytes) + "), starting \"" +
-           std::string(w.substr(0, 16)) + "\"";
+    return fail(errc::word_too_long, 0,
+                "a word is too long: " + std::to_string(w.size()) + " bytes (the limit is " +
+                    std::to_string(limits_.max_word_bytes) + "), starting \"" +
+                    std::string(w.substr(0, 16)) + "\"");
   }
   if (const size_t words = count_words(out.tree); words > limits_.max_words) {
-    return "too many words: " + std::to_string(words) + " (the limit is " +
-           std::to_string(limits_.max_words) + ")";
+    return fail(errc::too_many_words, 0,
+                "too many words: " + std::to_string(words) + " (the limit is " +
+                    std::to_string(limits_.max_words) + ")");
   }
   dnf clauses;
   if (!to_dnf(out.tree, false, limits_.max_clauses, clauses)) {
-    return "too many alternatives: the query expands to more than " +
-           std::to_string(limits_.max_clauses) + " AND-clauses (OR and NOT multiply out)";
+    return fail(errc::too_many_clauses, 0,
+                "too many alternatives: the query expands to more than " +
+                    std::to_string(limits_.max_clauses) + " AND-clauses (OR and NOT multiply out)");
   }
   for (auto& c : clauses) {
     dedupe(c.must);
@@ -418,22 +481,25 @@ std::string query_parser::parse(std::string_view text, parsed_query& out) {
     if (!seen) out.clauses.push_back(std::move(c));
   }
   if (out.clauses.empty()) {
-    return "the query can never match: every alternative excludes a word it requires";
+    return fail(errc::never_matches, 0,
+                "the query can never match: every alternative excludes a word it requires");
   }
   for (const auto& c : out.clauses) {
     if (c.must.empty()) {
       std::string what = to_string(query_node{query_node::kind::term, c.must_not[0], {}});
-      return "only exclusions: an alternative excludes " + what +
-             " but requires no word; add a word that must appear";
+      return fail(errc::only_exclusions, 0,
+                  "only exclusions: an alternative excludes " + what +
+                      " but requires no word; add a word that must appear");
     }
     bool all_frequent = true;
     for (const auto& t : c.must) {
       for (const auto& w : t.words) all_frequent &= is_frequent(w);
     }
     if (all_frequent) {
-      return "only very frequent words: " +
-             to_string(query_node{query_node::kind::term, c.must[0], {}}) +
-             " would match nearly every article; add a rarer word";
+      return fail(errc::only_frequent_words, 0,
+                  "only very frequent words: " +
+                      to_string(query_node{query_node::kind::term, c.must[0], {}}) +
+                      " would match nearly every article; add a rarer word");
     }
   }
   return {};

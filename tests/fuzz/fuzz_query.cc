@@ -14,7 +14,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   fm::query_parser parser;
   fm::parsed_query q;
-  if (!parser.parse(text, q).empty()) return 0;
+  if (!parser.parse(text, q).ok()) return 0;
   fm::index idx;
   fm::naive_matcher naive;
   idx.add(7, q);

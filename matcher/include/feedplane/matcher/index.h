@@ -92,9 +92,9 @@ class index {
   index& operator=(const index&) = delete;
 
   // Adds subscription id (a small integer: tables are indexed by id) with a query, or
-  // replaces the query of an existing id. Returns "" or the parse error; on error an
+  // replaces the query of an existing id. Returns ok() or the parse error; on error an
   // existing subscription stays as it was.
-  std::string add(uint32_t id, std::string_view query);
+  query_error add(uint32_t id, std::string_view query);
   void add(uint32_t id, const parsed_query& query);
   // Removes subscription id; false if there was none.
   bool remove(uint32_t id);

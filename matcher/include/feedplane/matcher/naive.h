@@ -27,8 +27,8 @@ class naive_matcher {
                          const std::vector<std::string>& frequent = default_frequent_words())
       : parser_(limits, frequent) {}
 
-  // Adds or replaces subscription id; returns "" or the parse error.
-  std::string add(uint32_t id, std::string_view query);
+  // Adds or replaces subscription id; returns ok() or the parse error.
+  query_error add(uint32_t id, std::string_view query);
   void add(uint32_t id, const parsed_query& q) { subs_[id] = q.tree; }
   bool remove(uint32_t id) { return subs_.erase(id) != 0; }
   size_t size() const { return subs_.size(); }

@@ -12,7 +12,8 @@
 // Words are normalised exactly like article text (text.h): case folded, split at
 // punctuation. A word that splits (`e-mail`, `u.s.`, `don't`) is matched as a phrase.
 // A query compiles to at most max_clauses conjunctive clauses (its disjunctive normal
-// form); each clause is indexed once. Rejected, with a message naming the problem: an
+// form); each clause is indexed once. Rejected with a matcher::errc (errc.h) and a message
+// naming the problem: an
 // empty query; an alternative with only exclusions; an alternative whose required words
 // are all among the most frequent words (they would match nearly every article); unbalanced
 // quotes or parentheses; an operator with nothing to apply to; more than max_words words
@@ -25,6 +26,7 @@
 #include <string_view>
 #include <vector>
 
+#include "feedplane/matcher/errc.h"
 #include "feedplane/matcher/text.h"
 
 namespace feedplane::matcher {
@@ -72,9 +74,9 @@ class query_parser {
  public:
   explicit query_parser(query_limits limits = {},
                         const std::vector<std::string>& frequent = default_frequent_words());
-  // Parses text into *out. Returns "" on success, else a message naming the problem and,
-  // where there is one, its 1-based column.
-  std::string parse(std::string_view text, parsed_query& out);
+  // Parses text into *out. Returns ok(), or the code, the 1-based column where there is
+  // one, and a message naming the problem (and the limit, for a limit).
+  query_error parse(std::string_view text, parsed_query& out);
 
   const query_limits& limits() const { return limits_; }
   bool is_frequent(std::string_view word) const;
