@@ -47,3 +47,15 @@ TEST(base_ascii, starts_with_and_find) {
   EXPECT_EQ(fb::ascii_ifind("abc", ""), 0u);
   EXPECT_EQ(fb::ascii_ifind("", "a"), std::string_view::npos);
 }
+
+TEST(base_ascii, trim_removes_html_whitespace_only) {
+  EXPECT_EQ(fb::ascii_trim(" \t\n\r\fa b\f\r\n\t "), "a b");
+  EXPECT_EQ(fb::ascii_trim("\v a"), "\v a");            // VT is not HTML whitespace
+  EXPECT_EQ(fb::ascii_trim("\xc2\xa0x"), "\xc2\xa0x");  // nor is U+00A0
+  EXPECT_EQ(fb::ascii_trim(""), "");
+  EXPECT_EQ(fb::ascii_trim("   "), "");
+  for (int c = 0; c < 256; ++c) {
+    const bool space = c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f';
+    EXPECT_EQ(fb::is_ascii_space(static_cast<char>(c)), space) << c;
+  }
+}

@@ -7,16 +7,11 @@
 #include <new>
 
 #include "feedplane/base/ascii.h"
+#include "http_chars.h"
 
 namespace feedplane::net {
 
 namespace {
-
-std::string_view trim_ows(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
 
 // First guess at the decoded size: a few times the input, capped, at least 4 KiB.
 size_t first_guess(size_t in, uint64_t cap) {

@@ -13,12 +13,6 @@ namespace {
 
 using base::ascii_iequals;
 
-std::string_view trim_ows(std::string_view v) {
-  while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
-  while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
-  return v;
-}
-
 // Calls f(token) for each comma-separated, OWS-trimmed, non-empty element.
 template <class F>
 void for_each_token(std::string_view v, F f) {

@@ -15,12 +15,6 @@ using base::ascii_iequals;
 constexpr uint32_t k_max_chunk_line = 4096;  // size + extensions
 constexpr uint32_t k_max_interim = 32;
 
-std::string_view trim_ows(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
 int hex_value(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   c = base::ascii_lower(c);

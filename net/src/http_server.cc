@@ -16,6 +16,7 @@
 
 #include "feedplane/base/ascii.h"
 #include "feedplane/base/json.h"
+#include "http_chars.h"
 
 namespace feedplane::net {
 
@@ -90,24 +91,18 @@ void append_num(std::string& s, uint64_t v) {
   s.append(b, size_t(r.ptr - b));
 }
 
-std::string_view trim(std::string_view v) {
-  while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
-  while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
-  return v;
-}
-
 // True if Accept-Encoding allows gzip (RFC 9110 12.5.3): "gzip", "x-gzip" or "*" with q > 0.
 bool accepts_gzip(std::string_view ae) {
   bool gzip = false, star = false, gzip_listed = false;
   while (!ae.empty()) {
     size_t c = ae.find(',');
-    std::string_view item = trim(ae.substr(0, c));
+    std::string_view item = trim_ows(ae.substr(0, c));
     ae = c == std::string_view::npos ? std::string_view() : ae.substr(c + 1);
     size_t semi = item.find(';');
-    std::string_view coding = trim(item.substr(0, semi));
+    std::string_view coding = trim_ows(item.substr(0, semi));
     bool q_zero = false;
     if (semi != std::string_view::npos) {
-      std::string_view p = trim(item.substr(semi + 1));
+      std::string_view p = trim_ows(item.substr(semi + 1));
       if (p.size() >= 2 && (p[0] | 0x20) == 'q' && p[1] == '=') {
         std::string_view q = p.substr(2);
         q_zero =
@@ -129,7 +124,7 @@ bool etag_matches(std::string_view inm, std::string_view etag) {
   if (etag.size() > 2 && etag.substr(0, 2) == "W/") etag.remove_prefix(2);
   while (!inm.empty()) {
     size_t c = inm.find(',');
-    std::string_view t = trim(inm.substr(0, c));
+    std::string_view t = trim_ows(inm.substr(0, c));
     inm = c == std::string_view::npos ? std::string_view() : inm.substr(c + 1);
     if (t == "*") return true;
     if (t.size() > 2 && t.substr(0, 2) == "W/") t.remove_prefix(2);

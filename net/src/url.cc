@@ -82,14 +82,6 @@ bool parse_authority(std::string_view auth, url& out) {
   return true;
 }
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f'; }
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
-  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
-  return s;
-}
-
 bool is_scheme_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '+' ||
          c == '-' || c == '.';
@@ -183,7 +175,7 @@ std::string url::str() const {
 
 bool parse_url(std::string_view text, url& out, bool* unsupported_scheme) {
   if (unsupported_scheme) *unsupported_scheme = false;
-  text = trim(text);
+  text = base::ascii_trim(text);
   auto colon = text.find(':');
   if (colon == std::string_view::npos || colon == 0) return false;
   auto scheme = text.substr(0, colon);
@@ -221,7 +213,7 @@ bool has_scheme(std::string_view s) {
 }
 
 void resolve_url(std::string_view base, std::string_view ref, std::string& out) {
-  ref = trim(ref);
+  ref = base::ascii_trim(ref);
   if (base.empty() || has_scheme(ref) || !has_scheme(base)) {
     out.append(ref);
     return;

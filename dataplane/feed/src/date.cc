@@ -378,7 +378,7 @@ bool parse_rfc3339_fast(std::string_view s, int64_t* out) {
 }  // namespace
 
 bool parse_date(std::string_view text, int64_t* out) {
-  const std::string_view s = trim_view(text);
+  const std::string_view s = base::ascii_trim(text);
   if (s.empty() || s.size() > 64) return false;
   if (s.size() >= 5 && is_digit(s[0]) && is_digit(s[1]) && is_digit(s[2]) && is_digit(s[3]) &&
       s[4] == '-')

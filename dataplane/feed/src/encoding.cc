@@ -35,7 +35,7 @@ std::string_view http_charset(std::string_view ct) {
     v = v.substr(0, v.find(q));
   }
   const size_t end = v.find_first_of("; \t");
-  return trim_view(v.substr(0, end));
+  return base::ascii_trim(v.substr(0, end));
 }
 
 // The encoding pseudo-attribute of a leading XML declaration.

@@ -366,7 +366,7 @@ parser::impl::mark parser::impl::enter(pugi::xml_node n) {
         scratch2.clear();
         decode_entities(a.value(), scratch2, st);
         scopes.emplace_back(name[5] == 0 ? std::string_view() : std::string_view(name + 6),
-                            ns_from_uri(trim_view(scratch2)));
+                            ns_from_uri(base::ascii_trim(scratch2)));
       } else if (std::strcmp(name, "xml:base") == 0) {
         scratch2.clear();
         decode_entities(a.value(), scratch2, st);
@@ -421,7 +421,7 @@ void parser::impl::text(pugi::xml_node n, std::string& o) {
     // The common case, one text or CDATA child: no loop, no writer.
     const pugi::xml_node_type t = only.type();
     if (t == pugi::node_pcdata || t == pugi::node_cdata) {
-      const std::string_view v = trim_view(only.value());
+      const std::string_view v = base::ascii_trim(only.value());
       if (t == pugi::node_pcdata) {
         decode_entities(v, o, st);
         // Only an entity at an end can have decoded to whitespace there.
@@ -778,7 +778,7 @@ void parser::impl::keywords(pugi::xml_node n, std::vector<std::string>& v) {
   std::string_view rest = scratch;
   while (!rest.empty()) {
     const size_t comma = rest.find(',');
-    const std::string_view k = trim_view(rest.substr(0, comma));
+    const std::string_view k = base::ascii_trim(rest.substr(0, comma));
     if (!k.empty()) v.emplace_back(k);
     if (comma == std::string_view::npos) break;
     rest.remove_prefix(comma + 1);
@@ -912,7 +912,7 @@ namespace {
 
 void json_str(simdjson::dom::element obj, const char* key, std::string& o) {
   std::string_view v;
-  if (obj[key].get_string().get(v) == simdjson::SUCCESS) o.assign(trim_view(v));
+  if (obj[key].get_string().get(v) == simdjson::SUCCESS) o.assign(base::ascii_trim(v));
 }
 
 void json_person(simdjson::dom::element a, std::vector<person>& v) {
@@ -974,7 +974,7 @@ parse_errc parser::impl::parse_json(std::string_view text_in) {
       simdjson::dom::element id;
       if (item["id"].get(id) == simdjson::SUCCESS) {
         if (id.is_string()) {
-          e.id.assign(trim_view(std::string_view(id)));
+          e.id.assign(base::ascii_trim(std::string_view(id)));
         } else if (int64_t iv; id.get_int64().get(iv) == simdjson::SUCCESS) {
           e.id = std::to_string(iv);  // 1.0 feeds sometimes send numbers
         }

@@ -1,6 +1,7 @@
 // The cold path for documents that are not well-formed, and small shared helpers.
 #include <cstring>
 
+#include "feedplane/base/ascii.h"
 #include "internal.h"
 
 namespace feedplane::feed::detail {
@@ -239,16 +240,16 @@ void entry_pool::finish(feed& f) {
 }
 
 void parse_person(std::string_view text, person& p) {
-  text = trim_view(text);
+  text = base::ascii_trim(text);
   std::string_view a = text, b;
   const size_t open_paren = text.find('(');
   const size_t open_angle = text.find('<');
   if (open_paren != std::string_view::npos && text.back() == ')') {
-    a = trim_view(text.substr(0, open_paren));
-    b = trim_view(text.substr(open_paren + 1, text.size() - open_paren - 2));
+    a = base::ascii_trim(text.substr(0, open_paren));
+    b = base::ascii_trim(text.substr(open_paren + 1, text.size() - open_paren - 2));
   } else if (open_angle != std::string_view::npos && text.back() == '>') {
-    a = trim_view(text.substr(0, open_angle));
-    b = trim_view(text.substr(open_angle + 1, text.size() - open_angle - 2));
+    a = base::ascii_trim(text.substr(0, open_angle));
+    b = base::ascii_trim(text.substr(open_angle + 1, text.size() - open_angle - 2));
   }
   auto is_email = [](std::string_view v) {
     return v.find('@') != std::string_view::npos && v.find(' ') == std::string_view::npos;

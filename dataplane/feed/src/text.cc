@@ -12,7 +12,7 @@
 namespace feedplane::feed {
 namespace {
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f'; }
+using base::is_ascii_space;
 
 }  // namespace
 
@@ -94,7 +94,7 @@ bool decode_base64(std::string_view in, std::string& out) {
     } else if (c == '=') {
       ++pad;
       continue;
-    } else if (is_space(c)) {
+    } else if (is_ascii_space(c)) {
       continue;
     } else {
       return false;
@@ -110,19 +110,12 @@ bool decode_base64(std::string_view in, std::string& out) {
   return pad <= 2;
 }
 
-std::string_view trim_view(std::string_view s) {
-  size_t b = 0, e = s.size();
-  while (b < e && is_space(s[b])) ++b;
-  while (e > b && is_space(s[e - 1])) --e;
-  return s.substr(b, e - b);
-}
-
 void trim(std::string& s) {
   size_t e = s.size();
-  while (e > 0 && is_space(s[e - 1])) --e;
+  while (e > 0 && is_ascii_space(s[e - 1])) --e;
   s.resize(e);
   size_t b = 0;
-  while (b < s.size() && is_space(s[b])) ++b;
+  while (b < s.size() && is_ascii_space(s[b])) ++b;
   if (b != 0) s.erase(0, b);
 }
 
@@ -143,16 +136,16 @@ bool resolve_html_urls(std::string_view html, std::string_view base, std::string
     if (gt == std::string_view::npos) break;
     // Attributes of this tag: name[=value] pairs after the tag name.
     size_t j = lt + 1;
-    while (j < gt && !is_space(html[j])) ++j;
+    while (j < gt && !is_ascii_space(html[j])) ++j;
     while (j < gt) {
-      while (j < gt && (is_space(html[j]) || html[j] == '/')) ++j;
+      while (j < gt && (is_ascii_space(html[j]) || html[j] == '/')) ++j;
       const size_t name0 = j;
-      while (j < gt && !is_space(html[j]) && html[j] != '=' && html[j] != '/') ++j;
+      while (j < gt && !is_ascii_space(html[j]) && html[j] != '=' && html[j] != '/') ++j;
       const std::string_view name = html.substr(name0, j - name0);
-      while (j < gt && is_space(html[j])) ++j;
+      while (j < gt && is_ascii_space(html[j])) ++j;
       if (j >= gt || html[j] != '=') continue;
       ++j;
-      while (j < gt && is_space(html[j])) ++j;
+      while (j < gt && is_ascii_space(html[j])) ++j;
       size_t v0 = j, v1;
       if (j < gt && (html[j] == '"' || html[j] == '\'')) {
         const size_t q = html.find(html[j], j + 1);
@@ -161,7 +154,7 @@ bool resolve_html_urls(std::string_view html, std::string_view base, std::string
         v1 = q;
         j = q + 1;
       } else {
-        while (j < gt && !is_space(html[j])) ++j;
+        while (j < gt && !is_ascii_space(html[j])) ++j;
         v1 = j;
       }
       const bool url_attr = base::ascii_iequals(name, "href") || base::ascii_iequals(name, "src");

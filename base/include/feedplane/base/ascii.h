@@ -1,12 +1,24 @@
-// ASCII-only case folding for protocol and markup names: HTTP field names and tokens, URL
-// schemes and hosts, charset names, tag names, date words. Locale-free (unlike <cctype>),
-// and inline so the parsing loops that call them keep them in registers.
+// ASCII whitespace, and ASCII-only case folding for protocol and markup names: HTTP field names and
+// tokens, URL schemes and hosts, charset names, tag names, date words. Locale-free (unlike
+// <cctype>), and inline so the parsing loops that call them keep them in registers.
 #pragma once
 
 #include <cstddef>
 #include <string_view>
 
 namespace feedplane::base {
+
+// True for ASCII whitespace as HTML and URLs define it: space, tab, LF, FF, CR.
+constexpr bool is_ascii_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f';
+}
+
+// s without leading and trailing ASCII whitespace (is_ascii_space).
+constexpr std::string_view ascii_trim(std::string_view s) {
+  while (!s.empty() && is_ascii_space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && is_ascii_space(s.back())) s.remove_suffix(1);
+  return s;
+}
 
 // c with 'A'..'Z' mapped to 'a'..'z'; every other byte (bytes >= 0x80 included) unchanged.
 constexpr char ascii_lower(char c) {

@@ -37,8 +37,8 @@ void decode_entities(std::string_view in, std::string& out, decode_stats& stats)
 // Decodes base64 (whitespace ignored) appending to out; false on malformed input.
 bool decode_base64(std::string_view in, std::string& out);
 
-// Removes leading and trailing ASCII whitespace from s in place.
+// Removes leading and trailing ASCII whitespace from s in place (base::ascii_trim is the
+// string_view form).
 void trim(std::string& s);
-std::string_view trim_view(std::string_view s);
 
 }  // namespace feedplane::feed
