@@ -167,7 +167,7 @@ std::string_view request_context::param(std::string_view name) const {
 std::string_view request_context::padded_body() {
   static constexpr char empty[body_padding] = {};
   const std::string_view b = req_->body;
-  if (b.empty()) return {empty, 0};
+  if (b.empty()) return std::string_view(empty, sizeof(empty)).substr(0, 0);
   if (body_in_place_) return b;
   // A body that arrived within one receive (or was de-chunked): copy it with zeroed
   // padding into the server's scratch, which keeps its capacity.
@@ -332,6 +332,15 @@ void router::add_resource(std::string_view method, resource r, route_handler h) 
                                                  segment_key(y.param, y.literal);
                                         });
   });
+  for (auto& b : by_count_) b.clear();
+  first_prefix_ = resources_.size();
+  for (size_t i = 0; i < resources_.size(); ++i) {
+    if (resources_[i].prefix) {
+      first_prefix_ = std::min(first_prefix_, i);
+    } else {
+      by_count_[resources_[i].segments.size()].push_back(uint32_t(i));
+    }
+  }
 }
 
 bool router::match_segments(const resource& r, const std::string_view* segs, match* m) const {
@@ -355,9 +364,9 @@ void router::find(std::string_view method, std::string_view path, match* m) cons
   m->status = 404;
   m->allow = {};
   m->param_count = 0;
-  // Fast because the path is split once into a fixed array, routes are pre-split and kept in
-  // precedence order, a route with another segment count costs one compare, and the first
-  // match wins: a handful of compares for a short table, no allocation.
+  // Fast because the path is split once into a fixed array and only the patterns with its
+  // number of segments are tried, pre-split and in precedence order, the first match winning
+  // (a literal mismatch is a length compare): a handful of compares, no allocation.
   std::string_view segs[max_segments];
   size_t nseg = 0;
   if (!path.empty() && path.front() == '/') {
@@ -374,16 +383,16 @@ void router::find(std::string_view method, std::string_view path, match* m) cons
     }
   }
   const resource* hit = nullptr;
-  for (const resource& r : resources_) {
-    if (r.prefix) {
-      if (path.starts_with(r.pattern)) {
-        hit = &r;
+  if (nseg <= max_segments) {
+    for (uint32_t i : by_count_[nseg]) {
+      if (match_segments(resources_[i], segs, m)) {
+        hit = &resources_[i];
         break;
       }
-    } else if (r.segments.size() == nseg && match_segments(r, segs, m)) {
-      hit = &r;
-      break;
     }
+  }
+  for (size_t i = first_prefix_; hit == nullptr && i < resources_.size(); ++i) {
+    if (path.starts_with(resources_[i].pattern)) hit = &resources_[i];
   }
   if (hit == nullptr) {
     m->param_count = 0;

@@ -226,7 +226,9 @@ class router {
   };
   void add_resource(std::string_view method, resource r, route_handler h);
   bool match_segments(const resource& r, const std::string_view* segs, match* m) const;
-  std::vector<resource> resources_;  // in precedence order: the first match wins
+  std::vector<resource> resources_;                   // in precedence order: the first match wins
+  std::vector<uint32_t> by_count_[max_segments + 1];  // patterns by segment count, in order
+  size_t first_prefix_ = 0;                           // prefixes follow the patterns
 };
 
 struct server_options {
