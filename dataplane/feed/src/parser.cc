@@ -6,6 +6,9 @@
 #include <simdjson.h>
 #include <pugixml.hpp>
 
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
 
 #include "feedplane/base/ascii.h"
@@ -33,9 +36,73 @@ std::string_view errc_name(parse_errc e) {
       return "unsupported_encoding";
     case parse_errc::out_of_memory:
       return "out_of_memory";
+    case parse_errc::too_complex:
+      return "too_complex";
   }
   return "unknown_error";
 }
+
+// pugixml's memory, bounded per document. A DOM node costs 64 bytes and an attribute 40,
+// so markup as dense as "<x/>" costs 16 times the document; a shard parsing thousands of
+// feeds cannot afford that. pugixml takes its pages from these two functions (installed
+// before main, so no page is ever freed by the wrong one); while a parse runs on this
+// thread, a page beyond the document's budget is refused, pugixml fails with
+// status_out_of_memory and the parse with parse_errc::too_complex.
+namespace {
+struct xml_budget {
+  int64_t limit = 0;  // 0: unbounded (outside feed::parser::parse, e.g. benchmarks' bare parses)
+  int64_t used = 0;   // bytes handed to pugixml since the budget was set
+  bool exceeded = false;
+};
+thread_local xml_budget t_xml_budget;
+constexpr size_t k_page_header = 16;  // the size, padded to keep pugixml's alignment
+
+void* budget_allocate(size_t n) {
+  xml_budget& b = t_xml_budget;
+  if (b.limit != 0 && b.used + static_cast<int64_t>(n) > b.limit) {
+    b.exceeded = true;
+    return nullptr;
+  }
+  auto* p = static_cast<unsigned char*>(std::malloc(n + k_page_header));
+  if (p == nullptr) return nullptr;
+  std::memcpy(p, &n, sizeof n);
+  b.used += static_cast<int64_t>(n);
+  return p + k_page_header;
+}
+
+void budget_deallocate(void* q) {
+  if (q == nullptr) return;
+  unsigned char* p = static_cast<unsigned char*>(q) - k_page_header;
+  size_t n;
+  std::memcpy(&n, p, sizeof n);
+  t_xml_budget.used -= static_cast<int64_t>(n);
+  std::free(p);
+}
+
+const bool k_budget_installed = [] {
+  pugi::set_memory_management_functions(budget_allocate, budget_deallocate);
+  return true;
+}();
+
+// By default the DOM may take twice the UTF-8 document plus 2 MiB: with the UTF-8 copy and
+// the output, a parse peaks near 4x the document plus a constant (tests/feed_memory_test.cc).
+// Real feeds need well under 2x (text outweighs markup); only markup-dense documents hit it.
+int64_t default_tree_budget(size_t utf8_bytes) {
+  return 2 * static_cast<int64_t>(utf8_bytes) + (int64_t{2} << 20);
+}
+
+// Sets the budget for one load_buffer_inplace; restores "unbounded" when it goes.
+struct budget_scope {
+  explicit budget_scope(int64_t limit) {
+    t_xml_budget.limit = limit;
+    t_xml_budget.used = 0;
+    t_xml_budget.exceeded = false;
+  }
+  ~budget_scope() { t_xml_budget.limit = 0; }
+  budget_scope(const budget_scope&) = delete;
+  budget_scope& operator=(const budget_scope&) = delete;
+};
+}  // namespace
 
 namespace {
 
@@ -168,6 +235,11 @@ struct parser::impl {
   void atom_feed(pugi::xml_node root, bool atom03);
   void atom_entry(pugi::xml_node n, bool atom03);
   // True while one more entry fits; otherwise counts the entry as dropped (a named recovery).
+  int64_t tree_budget(size_t utf8_bytes) const {
+    return opts->max_tree_bytes != 0
+               ? static_cast<int64_t>(std::min<size_t>(opts->max_tree_bytes, INT64_MAX / 2))
+               : default_tree_budget(utf8_bytes);
+  }
   bool room() {
     if (pool.used() < opts->max_entries) return true;
     if (out->entries_dropped++ == 0) note(st, recovery::entries_dropped);
@@ -287,17 +359,27 @@ parse_errc parser::impl::parse_xml(std::string_view bytes) {
   // Whitespace-only text between elements is dropped (half the nodes of a pretty-printed feed)
   // unless a walk found naked markup where it matters (see ws_lost).
   const unsigned flags = pugi::parse_cdata | (ws_mode ? pugi::parse_ws_pcdata : 0u);
+  (void)k_budget_installed;
+  // The previous document's DOM goes before this one is counted against its budget.
+  doc.reset();
   // Parsed in place: the UTF-8 copy is consumed, so the cold repair path transcodes again.
-  pugi::xml_parse_result r =
-      doc.load_buffer_inplace(utf8.data(), utf8.size(), flags, pugi::encoding_utf8);
+  pugi::xml_parse_result r;
+  {
+    const budget_scope budget(tree_budget(utf8.size()));
+    r = doc.load_buffer_inplace(utf8.data(), utf8.size(), flags, pugi::encoding_utf8);
+    if (t_xml_budget.exceeded) return parse_errc::too_complex;
+  }
   if (r.status == pugi::status_out_of_memory) return parse_errc::out_of_memory;
   if (!r) {
+    doc.reset();         // the failed tree is not needed while the repaired copy is built
     decode_stats again;  // the transcoding repairs were counted the first time
     transcoder.to_utf8(bytes, opts->content_type, work, again);
     const size_t lt = work.find('<');
     if (lt != std::string::npos) work.erase(0, lt);
     detail::repair_xml(work, utf8, st);
+    const budget_scope budget(tree_budget(utf8.size()));
     r = doc.load_buffer_inplace(utf8.data(), utf8.size(), flags, pugi::encoding_utf8);
+    if (t_xml_budget.exceeded) return parse_errc::too_complex;
     if (r.status == pugi::status_out_of_memory) return parse_errc::out_of_memory;
   }
   pugi::xml_node root = doc.document_element();

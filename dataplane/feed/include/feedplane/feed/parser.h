@@ -24,6 +24,7 @@ enum class parse_errc : uint8_t {
   json_invalid,          // starts like JSON but is not valid JSON
   unsupported_encoding,  // UTF-32/EBCDIC or another encoding iconv does not know (with a BOM)
   out_of_memory,
+  too_complex,  // markup so dense that its XML tree would outgrow 2x the document + 2 MiB
 };
 
 // Stable name of an error ("xml_unreadable"), as printed by `feedplane parse`.
@@ -34,6 +35,10 @@ struct parse_options {
   std::string_view content_type;  // HTTP Content-Type, for its charset parameter
   size_t max_bytes = 32u << 20;   // larger documents are refused before any work
   size_t max_entries = 10000;     // entries beyond this are dropped (bounds output memory)
+  // Memory the XML tree may take (pugixml: 64 bytes a node, 40 an attribute); a document
+  // whose tree needs more is too_complex. 0: twice the document (in UTF-8) plus 2 MiB,
+  // which bounds a parse's peak heap near 4x the document (tests/feed_memory_test.cc).
+  size_t max_tree_bytes = 0;
 };
 
 class parser {
