@@ -8,6 +8,8 @@
 
 #include <bit>
 #include <chrono>
+#include <cstdarg>
+#include <cstdio>
 #include <thread>
 #include <utility>
 
@@ -131,8 +133,24 @@ struct store::impl {
   void publish_port(size_t i);
 };
 
+// RocksDB's informational log goes to stderr at WARN and above, not to a LOG file in the
+// data directory: on a full disk Debian's librocksdb (built with assertions) aborts the
+// process in the LOG writer's second failed append, and the store must survive a full
+// disk (it fails, says why and keeps serving reads).
+class stderr_logger final : public rocksdb::Logger {
+ public:
+  stderr_logger() : rocksdb::Logger(rocksdb::InfoLogLevel::WARN_LEVEL) {}
+  using rocksdb::Logger::Logv;
+  void Logv(const char* format, va_list ap) override {
+    std::fputs("feedplane: rocksdb: ", stderr);
+    std::vfprintf(stderr, format, ap);
+    std::fputc('\n', stderr);
+  }
+};
+
 rocksdb::Status store::impl::open_db(std::string* error) {
   rocksdb::Options o;
+  o.info_log = std::make_shared<stderr_logger>();
   o.create_if_missing = true;
   o.create_missing_column_families = true;
   o.max_background_jobs = 2;
