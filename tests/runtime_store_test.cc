@@ -106,7 +106,7 @@ std::vector<shard_state> run(const std::string& dir, uint32_t n, uint64_t writes
   if (!db) return states;
   m.set_store_notify([](void* d) { static_cast<st::store*>(d)->notify(); }, db.get());
 
-  std::atomic<uint32_t> registered{0}, finished{0};
+  std::atomic<uint32_t> registered{0}, finished{0}, drained{0};
   std::atomic<bool> stop{false}, release{false}, started{false};
   const uint64_t total_articles = uint64_t{n} * writes * per_write;
   auto shard_main = [&](uint32_t i) {
@@ -120,6 +120,7 @@ std::vector<shard_state> run(const std::string& dir, uint32_t n, uint64_t writes
       ADD_FAILURE() << e;
       registered.fetch_add(1);
       finished.fetch_add(1);
+      drained.fetch_add(1);
       return;
     }
     rt::shard s(m, i, *l);
@@ -158,6 +159,8 @@ std::vector<shard_state> run(const std::string& dir, uint32_t n, uint64_t writes
       l->run_once(sent == writes);
     }
     for (int k = 0; k < 50; ++k) l->run_once(false);
+    drained.fetch_add(1);
+    // The loop outlives the store thread, which may still wake it (as in serve).
     while (!release.load()) std::this_thread::yield();
   };
   std::vector<std::thread> ts;
@@ -181,9 +184,10 @@ std::vector<shard_state> run(const std::string& dir, uint32_t n, uint64_t writes
   for (uint32_t i = 0; i < n; ++i) {
     if (net::loop* l = m.loop(i)) l->wake_from_any_thread();
   }
+  while (drained.load() < n) std::this_thread::yield();
+  db->stop();
   release.store(true);
   for (auto& t : ts) t.join();
-  db->stop();
   for (auto& s : states) EXPECT_FALSE(s.wrong_thread) << "on_durable ran off the origin shard";
   return states;
 }
