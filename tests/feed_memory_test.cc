@@ -33,7 +33,7 @@ namespace {
 std::atomic<int64_t> g_live{0};  // bytes held now (malloc_usable_size of each block)
 std::atomic<int64_t> g_peak{0};  // highest g_live since reset_peak()
 
-void on_alloc(void* p) {
+[[maybe_unused]] void on_alloc(void* p) {
   if (p == nullptr) return;
   const auto n = static_cast<int64_t>(malloc_usable_size(p));
   const int64_t now = g_live.fetch_add(n, std::memory_order_relaxed) + n;
@@ -41,7 +41,7 @@ void on_alloc(void* p) {
   while (now > peak && !g_peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
   }
 }
-void on_free(void* p) {
+[[maybe_unused]] void on_free(void* p) {
   if (p != nullptr)
     g_live.fetch_sub(static_cast<int64_t>(malloc_usable_size(p)), std::memory_order_relaxed);
 }
