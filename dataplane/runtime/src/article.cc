@@ -204,7 +204,7 @@ article_ref article_builder::freeze() {
   a->h_ = h;
   char* b = reinterpret_cast<char*>(a);
   for (uint32_t f = 0; f < article::f_strings; ++f) {
-    if (!strs[f]->empty()) std::memcpy(b + h.strings[f].off, strs[f]->data(), strs[f]->size());
+    strs[f]->copy(b + h.strings[f].off, strs[f]->size());
   }
   if (folded_len != 0) std::memcpy(b + h.folded.off, folded.data(), folded_len);
   uint64_t* hashes = reinterpret_cast<uint64_t*>(b + h.hashes_off);

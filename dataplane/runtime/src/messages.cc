@@ -18,7 +18,7 @@ const char* kind_name(kind k) {
       return "articles";
     case kind::test:
       return "test";
-    case kind::count_:
+    case kind::count:
       break;
   }
   return "unknown";

@@ -36,7 +36,7 @@ static_assert(sizeof(k_errc) / sizeof(k_errc[0]) == size_t(store_errc::bad_write
 constexpr std::string_view k_format_key = "format_version";
 constexpr std::string_view k_next_seq_key = "next_seq";
 
-constexpr size_t k_kinds = size_t(rt::kind::count_);
+constexpr size_t k_kinds = size_t(rt::kind::count);
 
 // Articles are keyed by big-endian sequence so that key order is sequence order.
 void put_be64(uint64_t v, char out[8]) {

@@ -50,7 +50,7 @@ enum class kind : uint8_t {
   subscriptions = 4,
   articles = 5,  // the article log, keyed by big-endian sequence
   test = 6,      // used by tests and benchmarks only
-  count_ = 7,
+  count = 7,     // number of kinds
 };
 const char* kind_name(kind k);
 
