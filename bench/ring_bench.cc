@@ -80,13 +80,19 @@ void ours(uint64_t n, uint32_t batch) {
   });
   pin(0);
   uint64_t i = 0;
-  while (i < n) {
-    uint32_t k = 0;
-    while (k < batch && i < n && r.try_stage(i)) {
-      ++i;
-      ++k;
+  if (batch == 1) {
+    while (i < n) {
+      if (r.try_push(i)) ++i;
     }
-    r.publish();
+  } else {
+    // The batch API, from a local array as boost's bulk push below.
+    std::vector<uint64_t> tmp(batch);
+    while (i < n) {
+      uint32_t k = 0;
+      for (; k < batch && i + k < n; ++k) tmp[k] = i + k;
+      i += r.try_stage_n(tmp.data(), k);
+      r.publish();
+    }
   }
   c.join();
   check(order && sum == n * (n - 1) / 2, "ours");

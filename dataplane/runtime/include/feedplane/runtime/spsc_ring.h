@@ -27,6 +27,7 @@
 // mesh.h (a seq_cst fence on each side, the Dekker pattern).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cassert>
 #include <cstddef>
@@ -53,7 +54,7 @@ class spsc_ring {
   ~spsc_ring() {
     // Destroys published-but-unconsumed and staged-but-unpublished items alike.
     const uint64_t end = p_.staged;
-    for (uint64_t i = c_.head.load(std::memory_order_relaxed); i < end; ++i) at(i)->~T();
+    for (uint64_t i = head_.v.load(std::memory_order_relaxed); i < end; ++i) at(i)->~T();
     ::operator delete (slots_, std::align_val_t{cache_line});
   }
   spsc_ring(const spsc_ring&) = delete;
@@ -67,7 +68,7 @@ class spsc_ring {
     uint64_t used = p_.staged - p_.cached_head;
     if (used > mask_) {
       // (P') acquire: pairs with the consumer's release of head in consume().
-      p_.cached_head = c_.head.load(std::memory_order_acquire);
+      p_.cached_head = head_.v.load(std::memory_order_acquire);
       used = p_.staged - p_.cached_head;
     }
     return uint32_t(capacity() - used);
@@ -77,12 +78,33 @@ class spsc_ring {
   bool try_stage(Args&&... args) {
     if (p_.staged - p_.cached_head > mask_) {
       // (P') acquire: pairs with the consumer's release of head in consume().
-      p_.cached_head = c_.head.load(std::memory_order_acquire);
+      p_.cached_head = head_.v.load(std::memory_order_acquire);
       if (p_.staged - p_.cached_head > mask_) return false;
     }
     ::new (static_cast<void*>(at(p_.staged))) T(std::forward<Args>(args)...);
     ++p_.staged;
     return true;
+  }
+  // The batch form: moves up to n items from first, ... into free slots with one capacity
+  // check and one index update (the per-item form must re-read `staged` after each slot
+  // store, which may alias it). Returns how many it staged; the rest stay with the caller.
+  template <class It>
+  uint32_t try_stage_n(It first, uint32_t n) {
+    const uint32_t room = free_slots();
+    if (n > room) n = room;
+    const uint64_t s = p_.staged;
+    // In at most two contiguous runs (before and after the wrap): plain pointer walks.
+    uint32_t done = 0;
+    while (done < n) {
+      const uint32_t idx = uint32_t((s + done) & mask_);
+      const uint32_t run = std::min(n - done, capacity() - idx);
+      T* dst = at(idx);
+      for (uint32_t i = 0; i < run; ++i, ++first)
+        ::new (static_cast<void*>(dst + i)) T(std::move(*first));
+      done += run;
+    }
+    p_.staged = s + n;
+    return n;
   }
   // Items staged and not yet published.
   uint32_t unpublished() const { return uint32_t(p_.staged - p_.tail_local); }
@@ -93,7 +115,7 @@ class spsc_ring {
     if (n != 0) {
       p_.tail_local = p_.staged;
       // (P) release: the slot constructions above happen-before the consumer's acquire.
-      p_.tail.store(p_.staged, std::memory_order_release);
+      tail_.v.store(p_.staged, std::memory_order_release);
     }
     return n;
   }
@@ -113,20 +135,27 @@ class spsc_ring {
     uint64_t avail = c_.cached_tail - c_.head_local;
     if (avail == 0) {
       // (C) acquire: pairs with the producer's release of tail in publish().
-      c_.cached_tail = p_.tail.load(std::memory_order_acquire);
+      c_.cached_tail = tail_.v.load(std::memory_order_acquire);
       avail = c_.cached_tail - c_.head_local;
       if (avail == 0) return 0;
     }
     const uint64_t n = avail < max ? avail : max;
     const uint64_t h0 = c_.head_local;
-    for (uint64_t i = 0; i < n; ++i) {
-      T* item = at(h0 + i);
-      f(*item);
-      item->~T();
+    // In at most two contiguous runs (before and after the wrap): plain pointer walks.
+    uint64_t done = 0;
+    while (done < n) {
+      const uint32_t idx = uint32_t((h0 + done) & mask_);
+      const uint64_t run = std::min<uint64_t>(n - done, capacity() - idx);
+      T* item = at(idx);
+      for (uint64_t i = 0; i < run; ++i) {
+        f(item[i]);
+        item[i].~T();
+      }
+      done += run;
     }
     c_.head_local = h0 + n;
     // (C') release: the destructions above happen-before the producer reuses the slots.
-    c_.head.store(c_.head_local, std::memory_order_release);
+    head_.v.store(c_.head_local, std::memory_order_release);
     return size_t(n);
   }
   // True when a published item is waiting. Consumer thread (or the seq_cst re-check of
@@ -134,7 +163,7 @@ class spsc_ring {
   bool has_published() {
     if (c_.cached_tail != c_.head_local) return true;
     // (C) acquire: pairs with the producer's release of tail in publish().
-    c_.cached_tail = p_.tail.load(std::memory_order_acquire);
+    c_.cached_tail = tail_.v.load(std::memory_order_acquire);
     return c_.cached_tail != c_.head_local;
   }
 
@@ -142,8 +171,8 @@ class spsc_ring {
   // Approximate occupancy: published, not yet consumed.
   uint32_t occupancy() const {
     // Relaxed: a gauge, no data is read on the strength of it.
-    const uint64_t t = p_.tail.load(std::memory_order_relaxed);
-    const uint64_t h = c_.head.load(std::memory_order_relaxed);
+    const uint64_t t = tail_.v.load(std::memory_order_relaxed);
+    const uint64_t h = head_.v.load(std::memory_order_relaxed);
     return t > h ? uint32_t(t - h) : 0;
   }
 
@@ -151,21 +180,28 @@ class spsc_ring {
   struct slot {
     alignas(T) std::byte bytes[sizeof(T)];
   };
+  static_assert(sizeof(slot) == sizeof(T), "slots form an array of T");
   T* at(uint64_t i) const { return std::launder(reinterpret_cast<T*>(slots_[i & mask_].bytes)); }
 
-  // Producer-owned line: tail is read by the consumer; the rest is producer-private.
+  // Four lines, so that nothing one side writes per item shares a line with what the
+  // other side reads: the published tail (written once per batch by the producer, read by
+  // the consumer), the freed head (the reverse), and each side's private indices, written
+  // per item. (With `staged` beside `tail`, a consumer polling an empty ring pulled the
+  // line away on every staged item: batching of 64 ran at half the speed of batch 1.)
+  struct alignas(cache_line) shared_index {
+    std::atomic<uint64_t> v{0};
+  };
   struct alignas(cache_line) producer_side {
-    std::atomic<uint64_t> tail{0};
     uint64_t tail_local = 0;   // last published tail (producer's copy)
     uint64_t staged = 0;       // next slot to construct into
-    uint64_t cached_head = 0;  // producer's view of c_.head
+    uint64_t cached_head = 0;  // producer's view of head
   };
-  // Consumer-owned line: head is read by the producer; the rest is consumer-private.
   struct alignas(cache_line) consumer_side {
-    std::atomic<uint64_t> head{0};
     uint64_t head_local = 0;
-    uint64_t cached_tail = 0;  // consumer's view of p_.tail
+    uint64_t cached_tail = 0;  // consumer's view of tail
   };
+  shared_index tail_;  // written by publish(), read by the consumer
+  shared_index head_;  // written by consume(), read by the producer
   producer_side p_;
   consumer_side c_;
   alignas(cache_line) slot* slots_ = nullptr;
