@@ -1,4 +1,4 @@
-// The feed parser: bytes -> UTF-8 -> pugixml tree (or simdjson tape) -> model.
+// The feed parser: bytes -> UTF-8 -> pugixml tree (or simdjson On-Demand walk) -> model.
 // pugixml parses in place without decoding entities (parse_escapes off): entities are decoded
 // by our own forgiving decoder, so bare ampersands and HTML entities survive and are flagged.
 #include "feedplane/feed/parser.h"
@@ -176,7 +176,7 @@ struct parser::impl {
   std::string scratch2;
   std::string atype;  // an Atom text construct's type attribute
   pugi::xml_document doc;
-  simdjson::dom::parser json;
+  simdjson::ondemand::parser json;  // reused; its buffers dropped after a big document
   decode_stats st;
   const parse_options* opts = nullptr;
   feed* out = nullptr;
@@ -198,6 +198,10 @@ struct parser::impl {
   void check_ws(pugi::xml_node n);
   parse_errc parse_xml(std::string_view bytes);
   parse_errc parse_json(std::string_view text);
+  parse_errc walk_json(size_t len);  // parses work[0, len), padded
+  simdjson::error_code read_item(simdjson::ondemand::value item, size_t depth);
+  simdjson::error_code read_hub(simdjson::ondemand::value h, size_t depth);
+  simdjson::error_code read_attachment(simdjson::ondemand::value a, size_t depth, entry& e);
 
   // Enters element n: records its xmlns declarations and xml:base. Returns a mark for leave().
   struct mark {
@@ -989,21 +993,204 @@ void parser::impl::atom_entry(pugi::xml_node en, bool atom03) {
 
 // ---------------------------------------------------------------------------------------
 // JSON Feed 1.0 / 1.1
+//
+// On-Demand: simdjson indexes the document's structurals and we walk them once, in order,
+// so no tape is built. On-Demand checks only what is read, and a DOM parse refused every
+// malformed document: so every value is read, the ones we do not use by skip_value(), and
+// a field's first occurrence wins (as the DOM's lookup did).
 
 namespace {
 
-void json_str(simdjson::dom::element obj, const char* key, std::string& o) {
-  std::string_view v;
-  if (obj[key].get_string().get(v) == simdjson::SUCCESS) o.assign(base::ascii_trim(v));
+namespace od = simdjson::ondemand;
+using simdjson::error_code;
+using simdjson::SUCCESS;
+
+// The DOM parser's depth limit: a non-empty container at this depth was refused.
+constexpr size_t k_json_max_depth = simdjson::DEFAULT_MAX_DEPTH;
+
+// Reads (and so validates) v and everything in it; depth is v's own.
+error_code skip_value(od::value v, size_t depth) {  // NOLINT(misc-no-recursion)
+  od::json_type t{};
+  if (error_code e = v.type().get(t)) return e;
+  switch (t) {
+    case od::json_type::array: {
+      od::array a;
+      if (error_code e = v.get_array().get(a)) return e;
+      for (auto el : a) {
+        od::value x;
+        if (error_code e = el.get(x)) return e;
+        if (depth >= k_json_max_depth) return simdjson::DEPTH_ERROR;
+        if (error_code e2 = skip_value(x, depth + 1)) return e2;
+      }
+      return SUCCESS;
+    }
+    case od::json_type::object: {
+      od::object o;
+      if (error_code e = v.get_object().get(o)) return e;
+      for (auto f : o) {
+        od::field fl;
+        if (error_code e = std::move(f).get(fl)) return e;
+        std::string_view k;
+        if (error_code e = fl.unescaped_key().get(k)) return e;
+        if (depth >= k_json_max_depth) return simdjson::DEPTH_ERROR;
+        if (error_code e2 = skip_value(fl.value(), depth + 1)) return e2;
+      }
+      return SUCCESS;
+    }
+    case od::json_type::string: {
+      std::string_view s;
+      return v.get_string().get(s);
+    }
+    case od::json_type::number: {
+      od::number n;
+      return v.get_number().get(n);
+    }
+    case od::json_type::boolean: {
+      bool b = false;
+      return v.get_bool().get(b);
+    }
+    case od::json_type::null: {
+      bool n = false;
+      if (error_code e = v.is_null().get(n)) return e;
+      return n ? SUCCESS : simdjson::N_ATOM_ERROR;
+    }
+  }
+  return simdjson::TAPE_ERROR;
 }
 
-void json_person(simdjson::dom::element a, std::vector<person>& v) {
-  if (!a.is_object()) return;
-  person& p = v.emplace_back();
-  json_str(a, "name", p.name);
-  json_str(a, "url", p.uri);
-  if (p.name.empty() && p.uri.empty()) v.pop_back();
+// A string value into s (got set), anything else read and dropped.
+error_code take_str(od::value v, size_t depth, std::string_view& s, bool& got) {
+  od::json_type t{};
+  if (error_code e = v.type().get(t)) return e;
+  if (t != od::json_type::string) return skip_value(v, depth);
+  got = true;
+  return v.get_string().get(s);
 }
+
+// A field's value: a string into slot (first occurrence wins), anything else skipped.
+struct str_field {
+  std::string_view v;
+  bool seen = false;  // the key occurred (its first value decides)
+  bool got = false;   // ... and was a string
+  error_code read(od::value x, size_t depth) {
+    if (seen) return skip_value(x, depth);
+    seen = true;
+    return take_str(x, depth, v, got);
+  }
+  void trimmed_into(std::string& o) const {
+    if (got) o.assign(base::ascii_trim(v));
+  }
+};
+
+// An integer (as the DOM's get_int64 read it) into n/got; anything else read and dropped.
+error_code take_int64(od::value v, size_t depth, int64_t& n, bool& got) {
+  od::json_type t{};
+  if (error_code e = v.type().get(t)) return e;
+  if (t != od::json_type::number) return skip_value(v, depth);
+  od::number num;
+  if (error_code e = v.get_number().get(num)) return e;
+  if (num.is_int64()) {
+    n = num.get_int64();
+    got = true;
+  }
+  return SUCCESS;
+}
+
+// An author object: name and url, trimmed; one with neither is dropped. depth is a's.
+error_code json_person(od::value a, size_t depth, std::vector<person>& v) {
+  od::json_type t{};
+  if (error_code e = a.type().get(t)) return e;
+  if (t != od::json_type::object) return skip_value(a, depth);
+  od::object o;
+  if (error_code e = a.get_object().get(o)) return e;
+  str_field name, url;
+  for (auto f : o) {
+    od::field fl;
+    if (error_code e = std::move(f).get(fl)) return e;
+    std::string_view k;
+    if (error_code e = fl.unescaped_key().get(k)) return e;
+    if (depth >= k_json_max_depth) return simdjson::DEPTH_ERROR;
+    error_code e2 = k == "name"  ? name.read(fl.value(), depth + 1)
+                    : k == "url" ? url.read(fl.value(), depth + 1)
+                                 : skip_value(fl.value(), depth + 1);
+    if (e2) return e2;
+  }
+  person& p = v.emplace_back();
+  name.trimmed_into(p.name);
+  url.trimmed_into(p.uri);
+  if (p.name.empty() && p.uri.empty()) v.pop_back();
+  return SUCCESS;
+}
+
+// "authors" (an array, first occurrence) wins over "author" (first occurrence), as before:
+// the array's people go straight into out; a lone author is held until the object ends.
+struct authors_field {
+  bool seen_array_key = false;  // "authors" occurred
+  bool is_array = false;        // ... and its first value was an array
+  bool seen_single = false;     // "author" occurred
+  std::vector<person> single;   // its person, if any
+  error_code read_array(od::value x, size_t depth, std::vector<person>& out) {
+    od::json_type t{};
+    if (error_code e = x.type().get(t)) return e;
+    if (seen_array_key || t != od::json_type::array) {
+      seen_array_key = true;
+      return skip_value(x, depth);
+    }
+    seen_array_key = is_array = true;
+    od::array a;
+    if (error_code e = x.get_array().get(a)) return e;
+    for (auto el : a) {
+      od::value y;
+      if (error_code e = el.get(y)) return e;
+      if (depth >= k_json_max_depth) return simdjson::DEPTH_ERROR;
+      if (error_code e2 = json_person(y, depth + 1, out)) return e2;
+    }
+    return SUCCESS;
+  }
+  error_code read_single(od::value x, size_t depth) {
+    if (seen_single) return skip_value(x, depth);
+    seen_single = true;
+    return json_person(x, depth, single);
+  }
+  void finish(std::vector<person>& out) {
+    if (!is_array && !single.empty()) out.push_back(std::move(single.front()));
+  }
+};
+
+// The elements of array value x, each passed to fn(value, depth); a non-array is skipped.
+template <typename Fn>
+error_code each_element(od::value x, size_t depth, bool& was_array, Fn&& fn) {
+  od::json_type t{};
+  if (error_code e = x.type().get(t)) return e;
+  if (t != od::json_type::array) return skip_value(x, depth);
+  was_array = true;
+  od::array a;
+  if (error_code e = x.get_array().get(a)) return e;
+  for (auto el : a) {
+    od::value y;
+    if (error_code e = el.get(y)) return e;
+    if (depth >= k_json_max_depth) return simdjson::DEPTH_ERROR;
+    if (error_code e2 = fn(y, depth + 1)) return e2;
+  }
+  return SUCCESS;
+}
+
+// Calls fn(key, value, depth of value) for each field of object value x (depth is x's).
+template <typename Fn>
+error_code each_field(od::object o, size_t depth, Fn&& fn) {
+  for (auto f : o) {
+    od::field fl;
+    if (error_code e = std::move(f).get(fl)) return e;
+    std::string_view k;
+    if (error_code e = fl.unescaped_key().get(k)) return e;
+    if (depth >= k_json_max_depth) return simdjson::DEPTH_ERROR;
+    if (error_code e2 = fn(k, fl.value(), depth + 1)) return e2;
+  }
+  return SUCCESS;
+}
+
+// Above this, the parser's buffers (about 6x the document) are given back after the parse.
+constexpr size_t k_json_keep_capacity = size_t{1} << 20;
 
 }  // namespace
 
@@ -1012,99 +1199,193 @@ parse_errc parser::impl::parse_json(std::string_view text_in) {
   work.assign(text_in);
   const size_t len = work.size();
   work.resize(len + simdjson::SIMDJSON_PADDING);
-  simdjson::dom::element root;
-  if (json.parse(work.data(), len, false).get(root) != simdjson::SUCCESS)
+  const parse_errc rc = walk_json(len);
+  if (json.capacity() > k_json_keep_capacity) {
+    // One big feed does not pin its buffers: back to nothing, reallocated on demand.
+    json = simdjson::ondemand::parser();
+  }
+  if (work.capacity() > k_json_keep_capacity) std::string().swap(work);
+  return rc;
+}
+
+parse_errc parser::impl::walk_json(size_t len) {
+  od::document jdoc;
+  if (json.iterate(work.data(), len, work.size()).get(jdoc) != SUCCESS)
     return parse_errc::json_invalid;
+  // On-Demand does not look past the root value: it must end where the document does.
+  std::string_view raw;
+  if (jdoc.raw_json().get(raw) != SUCCESS || raw.data() + raw.size() != work.data() + len)
+    return parse_errc::json_invalid;
+  jdoc.rewind();
+  od::object root;
+  if (jdoc.get_object().get(root) != SUCCESS) return parse_errc::json_invalid;
+
   // A JSON Feed names its version URL; some omit it or send only "1.1": an object with an
-  // items array is read as one too.
-  std::string_view version;
-  if (!root.is_object()) return parse_errc::unknown_format;
-  const bool has_version = root["version"].get_string().get(version) == simdjson::SUCCESS;
-  const bool has_items = root["items"].is_array();
-  if (has_version && version.find("jsonfeed.org/version/") != std::string_view::npos) {
-    version.remove_prefix(version.find("jsonfeed.org/version/") + 21);
-  } else if (!has_items) {
+  // items array is read as one too. Root fields are held until the object ends, when that
+  // is known; items go into the feed as they are read.
+  str_field version, title, home, feed_url, description, language;
+  bool hubs_seen = false, hubs_array = false, items_seen = false, items_array = false;
+  authors_field authors;
+  const size_t hubs_before = out->hub_links.size();
+  const error_code e = each_field(root, 1, [&](std::string_view k, od::value v, size_t d) {
+    if (k == "version") return version.read(v, d);
+    if (k == "title") return title.read(v, d);
+    if (k == "home_page_url") return home.read(v, d);
+    if (k == "feed_url") return feed_url.read(v, d);
+    if (k == "description") return description.read(v, d);
+    if (k == "language") return language.read(v, d);
+    if (k == "authors") return authors.read_array(v, d, out->authors);
+    if (k == "author") return authors.read_single(v, d);
+    if (k == "hubs" && !hubs_seen) {
+      hubs_seen = true;
+      return each_element(v, d, hubs_array,
+                          [&](od::value h, size_t hd) { return read_hub(h, hd); });
+    }
+    if (k == "items" && !items_seen) {
+      items_seen = true;
+      return each_element(v, d, items_array,
+                          [&](od::value item, size_t id) { return read_item(item, id); });
+    }
+    return skip_value(v, d);
+  });
+  if (e != SUCCESS) return parse_errc::json_invalid;
+  std::string_view ver = version.got ? version.v : std::string_view();
+  if (version.got && ver.find("jsonfeed.org/version/") != std::string_view::npos) {
+    ver.remove_prefix(ver.find("jsonfeed.org/version/") + 21);
+  } else if (!items_array) {
+    out->authors.clear();
+    out->hub_links.resize(hubs_before);
     return parse_errc::unknown_format;
   }
   out->format = feed_format::json;
-  out->version.assign(version.empty() ? std::string_view("1.0") : version);
-  json_str(root, "title", out->title);
-  std::string_view s;
-  if (root["home_page_url"].get_string().get(s) == simdjson::SUCCESS)
-    resolve_url(opts->base_url, s, out->link);
-  if (root["feed_url"].get_string().get(s) == simdjson::SUCCESS)
-    resolve_url(opts->base_url, s, out->self_link);
-  json_str(root, "description", out->description);
-  json_str(root, "language", out->language);
-  simdjson::dom::array arr;
-  if (root["hubs"].get_array().get(arr) == simdjson::SUCCESS) {
-    for (auto h : arr)
-      if (h["url"].get_string().get(s) == simdjson::SUCCESS)
-        resolve_url(opts->base_url, s, out->hub_links.emplace_back());
-  }
-  if (root["authors"].get_array().get(arr) == simdjson::SUCCESS) {
-    for (auto a : arr) json_person(a, out->authors);
-  } else if (simdjson::dom::element a; root["author"].get(a) == simdjson::SUCCESS) {
-    json_person(a, out->authors);
-  }
-  if (root["items"].get_array().get(arr) != simdjson::SUCCESS) return parse_errc::ok;
-  for (simdjson::dom::element item : arr) {
-    if (!item.is_object()) continue;
-    if (!room()) continue;  // counted, not kept
-    entry& e = pool.add(*out);
-    if (root.is_object()) {
-      simdjson::dom::element id;
-      if (item["id"].get(id) == simdjson::SUCCESS) {
-        if (id.is_string()) {
-          e.id.assign(base::ascii_trim(std::string_view(id)));
-        } else if (int64_t iv; id.get_int64().get(iv) == simdjson::SUCCESS) {
-          e.id = std::to_string(iv);  // 1.0 feeds sometimes send numbers
-        }
-      }
-    }
-    json_str(item, "title", e.title);
-    if (item["url"].get_string().get(s) == simdjson::SUCCESS ||
-        item["external_url"].get_string().get(s) == simdjson::SUCCESS)
-      resolve_url(opts->base_url, s, e.link);
-    json_str(item, "summary", e.summary);
-    json_str(item, "content_html", e.content);
-    if (e.content.empty()) json_str(item, "content_text", e.content);
-    if (item["date_published"].get_string().get(s) == simdjson::SUCCESS) {
-      if (parse_date(s, &e.published)) {
-        e.has_published = true;
-      } else {
-        note(st, recovery::unparsed_date);
-      }
-    }
-    if (item["date_modified"].get_string().get(s) == simdjson::SUCCESS) {
-      if (parse_date(s, &e.updated)) {
-        e.has_updated = true;
-      } else {
-        note(st, recovery::unparsed_date);
-      }
-    }
-    simdjson::dom::array sub;
-    if (item["authors"].get_array().get(sub) == simdjson::SUCCESS) {
-      for (auto a : sub) json_person(a, e.authors);
-    } else if (simdjson::dom::element a; item["author"].get(a) == simdjson::SUCCESS) {
-      json_person(a, e.authors);
-    }
-    if (item["tags"].get_array().get(sub) == simdjson::SUCCESS) {
-      for (auto t : sub)
-        if (t.get_string().get(s) == simdjson::SUCCESS) e.categories.emplace_back(s);
-    }
-    if (item["attachments"].get_array().get(sub) == simdjson::SUCCESS) {
-      for (auto a : sub) {
-        if (a["url"].get_string().get(s) != simdjson::SUCCESS) continue;
-        enclosure& enc = e.enclosures.emplace_back();
-        resolve_url(opts->base_url, s, enc.url);
-        json_str(a, "mime_type", enc.type);
-        int64_t n = 0;
-        if (a["size_in_bytes"].get_int64().get(n) == simdjson::SUCCESS && n > 0) enc.length = n;
-      }
-    }
-  }
+  out->version.assign(ver.empty() ? std::string_view("1.0") : ver);
+  title.trimmed_into(out->title);
+  if (home.got) resolve_url(opts->base_url, home.v, out->link);
+  if (feed_url.got) resolve_url(opts->base_url, feed_url.v, out->self_link);
+  description.trimmed_into(out->description);
+  language.trimmed_into(out->language);
+  authors.finish(out->authors);
   return parse_errc::ok;
+}
+
+error_code parser::impl::read_hub(od::value h, size_t depth) {
+  od::json_type t{};
+  if (error_code e = h.type().get(t)) return e;
+  if (t != od::json_type::object) return skip_value(h, depth);
+  od::object o;
+  if (error_code e = h.get_object().get(o)) return e;
+  str_field url;
+  if (error_code e = each_field(o, depth, [&](std::string_view k, od::value v, size_t d) {
+        return k == "url" ? url.read(v, d) : skip_value(v, d);
+      }))
+    return e;
+  if (url.got) resolve_url(opts->base_url, url.v, out->hub_links.emplace_back());
+  return SUCCESS;
+}
+
+error_code parser::impl::read_attachment(od::value a, size_t depth, entry& e) {
+  od::json_type t{};
+  if (error_code err = a.type().get(t)) return err;
+  if (t != od::json_type::object) return skip_value(a, depth);
+  od::object o;
+  if (error_code err = a.get_object().get(o)) return err;
+  str_field url, mime;
+  bool size_seen = false, size_got = false;
+  int64_t n = 0;
+  if (error_code err = each_field(o, depth, [&](std::string_view k, od::value v, size_t d) {
+        if (k == "url") return url.read(v, d);
+        if (k == "mime_type") return mime.read(v, d);
+        if (k == "size_in_bytes" && !size_seen) {
+          size_seen = true;
+          return take_int64(v, d, n, size_got);
+        }
+        return skip_value(v, d);
+      }))
+    return err;
+  if (!url.got) return SUCCESS;
+  enclosure& enc = e.enclosures.emplace_back();
+  resolve_url(opts->base_url, url.v, enc.url);
+  mime.trimmed_into(enc.type);
+  if (size_got && n > 0) enc.length = n;
+  return SUCCESS;
+}
+
+error_code parser::impl::read_item(od::value item, size_t depth) {
+  od::json_type t{};
+  if (error_code err = item.type().get(t)) return err;
+  if (t != od::json_type::object) return skip_value(item, depth);
+  if (!room()) return skip_value(item, depth);  // counted, not kept
+  entry& e = pool.add(*out);
+  od::object o;
+  if (error_code err = item.get_object().get(o)) return err;
+  str_field id, title, url, external_url, summary, content_html, content_text, published, modified;
+  bool id_int = false, tags_seen = false, tags_array = false, att_seen = false, att_array = false;
+  int64_t id_n = 0;
+  authors_field authors;
+  const error_code err = each_field(o, depth, [&](std::string_view k, od::value v, size_t d) {
+    if (k == "id") {
+      if (id.seen) return skip_value(v, d);
+      od::json_type vt{};
+      if (error_code e2 = v.type().get(vt)) return e2;
+      if (vt != od::json_type::number) return id.read(v, d);
+      id.seen = true;
+      return take_int64(v, d, id_n, id_int);  // 1.0 feeds sometimes send numbers
+    }
+    if (k == "title") return title.read(v, d);
+    if (k == "url") return url.read(v, d);
+    if (k == "external_url") return external_url.read(v, d);
+    if (k == "summary") return summary.read(v, d);
+    if (k == "content_html") return content_html.read(v, d);
+    if (k == "content_text") return content_text.read(v, d);
+    if (k == "date_published") return published.read(v, d);
+    if (k == "date_modified") return modified.read(v, d);
+    if (k == "authors") return authors.read_array(v, d, e.authors);
+    if (k == "author") return authors.read_single(v, d);
+    if (k == "tags" && !tags_seen) {
+      tags_seen = true;
+      return each_element(v, d, tags_array, [&](od::value tag, size_t td) {
+        std::string_view s;
+        bool got = false;
+        if (error_code e2 = take_str(tag, td, s, got)) return e2;
+        if (got) e.categories.emplace_back(s);
+        return SUCCESS;
+      });
+    }
+    if (k == "attachments" && !att_seen) {
+      att_seen = true;
+      return each_element(v, d, att_array,
+                          [&](od::value a, size_t ad) { return read_attachment(a, ad, e); });
+    }
+    return skip_value(v, d);
+  });
+  if (err != SUCCESS) return err;
+  id.trimmed_into(e.id);
+  if (id_int) e.id = std::to_string(id_n);
+  title.trimmed_into(e.title);
+  if (url.got) {
+    resolve_url(opts->base_url, url.v, e.link);
+  } else if (external_url.got) {
+    resolve_url(opts->base_url, external_url.v, e.link);
+  }
+  summary.trimmed_into(e.summary);
+  content_html.trimmed_into(e.content);
+  if (e.content.empty()) content_text.trimmed_into(e.content);
+  if (published.got) {
+    if (parse_date(published.v, &e.published)) {
+      e.has_published = true;
+    } else {
+      note(st, recovery::unparsed_date);
+    }
+  }
+  if (modified.got) {
+    if (parse_date(modified.v, &e.updated)) {
+      e.has_updated = true;
+    } else {
+      note(st, recovery::unparsed_date);
+    }
+  }
+  authors.finish(e.authors);
+  return SUCCESS;
 }
 
 }  // namespace feedplane::feed
