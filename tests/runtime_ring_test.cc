@@ -230,6 +230,22 @@ TEST(runtime_article, record_round_trips_and_bad_records_are_refused) {
   }
 }
 
+TEST(runtime_article, an_article_too_large_to_read_back_is_not_frozen) {
+  rt::article_builder b;
+  b.title = "big";
+  b.summary.assign(size_t{rt::article::max_bytes} + 1, 'a');
+  EXPECT_FALSE(b.freeze()) << "decode() refuses records over max_bytes: freeze must too";
+  // One-letter words: the per-word arrays push it over the limit long before the text.
+  b.summary.clear();
+  for (int i = 0; i < 4'000'000; ++i) b.summary += "a ";  // an 8 MiB body, the fetch cap
+  EXPECT_FALSE(b.freeze());
+  b.summary = "a b c";
+  rt::article_ref ok = b.freeze();
+  ASSERT_TRUE(ok);
+  std::string err;
+  EXPECT_TRUE(rt::article::decode(ok->record(), &err)) << err;
+}
+
 TEST(runtime_article, last_reference_frees_across_threads) {
   const int64_t before = rt::article::alive();
   rt::article_builder b;

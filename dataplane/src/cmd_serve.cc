@@ -22,6 +22,7 @@
 #include <atomic>
 #include <cerrno>
 #include <charconv>
+#include <chrono>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -302,6 +303,7 @@ void run_shard(shard_thread& s, const config& cfg, const net::router& routes, ru
   net::loop* l = s.loop.get();
   if (l == nullptr) {
     s.error = fmt::format("shard {}: {}", s.index, err);
+    close(s.listen_fd);
     s.state.store(-1, std::memory_order_release);
     return;
   }
@@ -317,6 +319,7 @@ void run_shard(shard_thread& s, const config& cfg, const net::router& routes, ru
     rt.set_context(&ctx);
     if (!srv.start(s.listen_fd)) {
       s.error = fmt::format("shard {}: cannot start accepting", s.index);
+      close(s.listen_fd);
       s.state.store(-1, std::memory_order_release);
       return;
     }
@@ -324,10 +327,23 @@ void run_shard(shard_thread& s, const config& cfg, const net::router& routes, ru
     // Every shard registered its loop with the mesh before the store starts sending.
     while (!go.load(std::memory_order_acquire) && !l->stopping()) std::this_thread::yield();
     int r = l->run();
-    if (r < 0) fmt::print(stderr, "feedplane: shard {}: io_uring: {}\n", s.index, strerror(-r));
-    // Close connections, letting their cancellations complete (bounded).
+    if (r < 0) {
+      // A shard that cannot run stops the process: the store and the other shards would
+      // otherwise wait on its rings for ever.
+      fmt::print(stderr, "feedplane: shard {}: io_uring: {}; stopping\n", s.index, strerror(-r));
+      kill(getpid(), SIGTERM);
+    }
+    // Publish what the last turn's completions staged (writes, tasks): the store still runs.
+    rt.turn();
+    // Close connections and wait (bounded, 2 s by the clock, not by a count of turns) until
+    // each has seen its operations' last completions and was released: a send the kernel
+    // still holds must not outlive its buffer.
     srv.shutdown();
-    for (int i = 0; i < 1000 && srv.stats().open > 0; ++i) l->run_once(false);
+    const uint64_t deadline = l->refresh_now() + 2000;
+    while (srv.stats().open > 0 && l->refresh_now() < deadline) {
+      if (l->run_once(false) == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    rt.turn();
     const net::loop_stats& ls = l->stats();
     fmt::print(stderr,
                "feedplane: shard {}: {} requests, {} connections; {} completions in {} waits "

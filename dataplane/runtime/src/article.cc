@@ -9,7 +9,7 @@ namespace feedplane::runtime {
 namespace {
 
 constexpr uint32_t k_magic = 0x31415246;  // "FRA1": format of the durable record
-constexpr uint32_t k_max_bytes = 64u << 20;
+constexpr uint32_t k_max_bytes = article::max_bytes;
 
 // Live articles in the process. Relaxed: gauges for /metrics, nothing is read on the
 // strength of them.
@@ -134,9 +134,18 @@ article_ref article::decode(std::string_view rec, std::string* error) {
       return fail("article record has a word out of bounds");
     }
   }
+  // Distinct words must be distinct (matching files each once): first occurrences strictly
+  // increasing, each naming itself, counts adding up to the words.
+  const uint32_t* count = reinterpret_cast<const uint32_t*>(a->base() + h.count_off);
+  uint64_t counted = 0;
   for (uint64_t i = 0; i < d; ++i) {
-    if (first[i] >= w) return fail("article record has a distinct word out of bounds");
+    if (first[i] >= w || (i > 0 && first[i] <= first[i - 1]) || of[first[i]] != i ||
+        count[i] == 0) {
+      return fail("article record has inconsistent distinct words");
+    }
+    counted += count[i];
   }
+  if (counted != w) return fail("article record has inconsistent word counts");
   return ref;
 }
 
@@ -168,7 +177,11 @@ article_ref article_builder::freeze() {
   const auto folded = words_.folded_bytes();
   const auto bounds = words_.bounds();
   const size_t w = words_.size(), d = words_.distinct();
-  // Sizes: header, strings, folded bytes, then 8-aligned arrays.
+  // Sizes: header, strings, folded bytes, then 8-aligned arrays. Strings alone past the
+  // limit are refused before any offset is narrowed to 32 bits.
+  size_t strings_total = 0;
+  for (const std::string* str : strs) strings_total += str->size();
+  if (strings_total > k_max_bytes) return article_ref();
   size_t off = sizeof(article);
   article::header h;
   h.magic = k_magic;
@@ -194,6 +207,7 @@ article_ref article_builder::freeze() {
   h.count_off = uint32_t(off);
   off += 4 * d;
   off = align8(off);
+  if (off > k_max_bytes) return article_ref();  // decode() could never read it back
   h.words = uint32_t(w);
   h.distinct = uint32_t(d);
   h.title_words = uint32_t(words_.title_words());

@@ -142,7 +142,9 @@ bool shard::inbound_pending() {
 bool shard::turn() {
   check_owner();
   sleeper& sl = mesh_.shard_sleeper(index_);
-  sl.cancel();  // awake: producers need not wake us until we prepare to sleep again
+  // Awake: producers need not wake us until we prepare to sleep again. Stored only when
+  // set, so the line producers read in must_wake() stays shared in the common case.
+  if (sl.word().load(std::memory_order_relaxed) != 0) sl.cancel();
   turns_->add();
   const uint32_t batch = mesh_.options().batch;
   const uint32_t n = mesh_.size();

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <atomic>
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -74,7 +75,12 @@ class article {
  public:
   // ---- identity and times ----
   uint64_t seq() const { return h_.seq; }
-  void set_seq(uint64_t s) { h_.seq = s; }  // store thread, sole holder
+  // Store thread, while it is the sole holder (debug builds check it; the acquire orders
+  // a holder's last reads before this write).
+  void set_seq(uint64_t s) {
+    assert(refs_.load(std::memory_order_acquire) == 1);
+    h_.seq = s;
+  }
   const article_meta& meta() const { return h_.meta; }
 
   // ---- what readers render ----
@@ -90,6 +96,7 @@ class article {
   matcher::article_view words() const;
 
   // ---- size and durable form ----
+  static constexpr uint32_t max_bytes = 64u << 20;
   size_t bytes() const { return h_.total; }  // the whole allocation
   // The durable record: the block after the reference count, to store as is.
   std::string_view record() const;
@@ -149,6 +156,8 @@ class article_builder {
 
   // Tokenizes title and summary/content (HTML: markup stripped, entities decoded) and
   // freezes everything into one allocation with one reference, owned by the caller.
+  // Empty when the article would exceed article::max_bytes (decode() refuses larger
+  // records, so a larger one could never be read back): the caller counts and drops it.
   article_ref freeze();
   void clear();
 

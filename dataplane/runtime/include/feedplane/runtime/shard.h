@@ -13,9 +13,12 @@
 //
 // Backpressure: a shard has at most `max_outstanding` tasks out at each peer; the control
 // ring of a pair holds twice that, so both the peer's own requests and its replies to ours
-// always fit and a reply never waits. send() refuses beyond the limit, write() refuses
-// when the write ring is full: the caller pauses its source of work (the API answers 503
-// with Retry-After, the crawler stops starting fetches) and retries when space returns;
+// always fit and a reply never waits. This holds because a shard publishes only in
+// flush(), at the end of its turn, after consume() released the slots of the replies it
+// took: nothing may publish a control ring mid-turn (try_push, or a flush from a
+// callback), or the abort() on a full ring in shard.cc could be reached. send() refuses beyond the
+// limit, write() refuses when the write ring is full: the caller pauses its source of work (the API
+// answers 503 with Retry-After, the crawler stops starting fetches) and retries when space returns;
 // nothing is dropped, nothing grows without bound. Refusals are counted as stalls.
 #pragma once
 

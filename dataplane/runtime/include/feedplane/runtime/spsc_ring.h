@@ -1,11 +1,11 @@
 // spsc_ring<T>: a bounded single-producer single-consumer ring between two threads.
 //
-// Layout. Power-of-two capacity; the producer's fields (its tail, a cached copy of the
-// consumer's head, the unpublished tail it stages into) sit on one cache line, the
-// consumer's (its head, a cached copy of the producer's tail) on another, and the slots
-// on their own lines. Each side reads the other's index only when its cached copy says
-// the ring looks full (producer) or empty (consumer), so in steady state each side
-// touches the shared line once per batch, not once per item.
+// Layout. Power-of-two capacity. The published tail and the freed head each have a cache
+// line of their own; each side's private fields (the producer's staged index and cached
+// copy of head, the consumer's local head and cached copy of tail) have another, and the
+// slots theirs. Each side reads the other's index only when its cached copy says the
+// ring looks full (producer) or empty (consumer), so in steady state each side touches a
+// shared line once per batch, not once per item.
 //
 // Staging. The producer constructs items straight into free slots (stage / try_stage)
 // and makes them visible with publish(): one release store per batch, however many items
@@ -24,7 +24,10 @@
 //  (P') producer: h = head_.load(acquire) -- pairs with (C'): slots below h are destroyed,
 //       so constructing into them does not race with the consumer's reads.
 // Nothing else is shared. Waking a sleeping consumer is not the ring's business: see
-// mesh.h (a seq_cst fence on each side, the Dekker pattern).
+// sleeper.h (a seq_cst fence on each side, the Dekker pattern).
+//
+// T's move constructor and destructor must not throw, nor may consume()'s callback: an
+// exception half way through a batch would leave destroyed items inside the ring.
 #pragma once
 
 #include <algorithm>
@@ -43,11 +46,13 @@ inline constexpr size_t cache_line = 64;
 
 template <class T>
 class spsc_ring {
+  static_assert(std::is_nothrow_move_constructible_v<T> && std::is_nothrow_destructible_v<T>);
+
  public:
   // capacity is rounded up to a power of two (at least 2).
   explicit spsc_ring(uint32_t capacity) {
     uint32_t c = 2;
-    while (c < capacity) c <<= 1;
+    while (c < capacity && c < (1u << 31)) c <<= 1;
     mask_ = c - 1;
     slots_ = static_cast<slot*>(::operator new (sizeof(slot) * c, std::align_val_t{cache_line}));
   }
@@ -63,10 +68,11 @@ class spsc_ring {
   uint32_t capacity() const { return mask_ + 1; }
 
   // ---- producer thread ----
-  // Free slots the producer can stage into now (refreshes the cached head if needed).
-  uint32_t free_slots() {
+  // Free slots the producer can stage into now, at least `want` if the consumer has freed
+  // them (the cached head is refreshed when it shows fewer).
+  uint32_t free_slots(uint32_t want = 1) {
     uint64_t used = p_.staged - p_.cached_head;
-    if (used > mask_) {
+    if (capacity() - used < want) {
       // (P') acquire: pairs with the consumer's release of head in consume().
       p_.cached_head = head_.v.load(std::memory_order_acquire);
       used = p_.staged - p_.cached_head;
@@ -90,7 +96,7 @@ class spsc_ring {
   // store, which may alias it). Returns how many it staged; the rest stay with the caller.
   template <class It>
   uint32_t try_stage_n(It first, uint32_t n) {
-    const uint32_t room = free_slots();
+    const uint32_t room = free_slots(n);
     if (n > room) n = room;
     const uint64_t s = p_.staged;
     // In at most two contiguous runs (before and after the wrap): plain pointer walks.
