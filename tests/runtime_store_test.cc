@@ -84,19 +84,7 @@ std::vector<shard_state> run(const std::string& dir, uint32_t n, uint64_t writes
   mo.write_ring = 8;  // small: the writer meets backpressure
   rt::mesh m(n, mo);
   std::vector<shard_state> states(n);
-  std::vector<st::store_port> ports(n);
-  for (uint32_t i = 0; i < n; ++i) {
-    ports[i].in = &m.writes(i);
-    ports[i].events = &m.events(i);
-    ports[i].articles = &m.articles(i);
-    ports[i].consumer = &m.shard_sleeper(i);
-    ports[i].wake = [](void* slot) {
-      if (net::loop* l = static_cast<std::atomic<net::loop*>*>(slot)->load()) {
-        l->wake_from_any_thread();
-      }
-    };
-    ports[i].wake_ctx = m.loop_slot(i);
-  }
+  std::vector<st::store_port> ports = st::ports_from_mesh(m);
   st::store_options so;
   so.dir = dir;
   std::string err;

@@ -404,19 +404,7 @@ int run_serve(const serve_flags& f) {
 
   // The mesh first (every ring), then the store on its rings, then the shards.
   runtime::mesh mesh(nshards, runtime::mesh_options{});
-  std::vector<store::store_port> ports(nshards);
-  for (uint32_t i = 0; i < nshards; ++i) {
-    ports[i].in = &mesh.writes(i);
-    ports[i].events = &mesh.events(i);
-    ports[i].articles = &mesh.articles(i);
-    ports[i].consumer = &mesh.shard_sleeper(i);
-    ports[i].wake = [](void* loop_slot) {
-      // Any thread: the eventfd path (the store thread has no io_uring of its own).
-      auto* slot = static_cast<std::atomic<net::loop*>*>(loop_slot);
-      if (net::loop* l = slot->load(std::memory_order_acquire)) l->wake_from_any_thread();
-    };
-    ports[i].wake_ctx = mesh.loop_slot(i);
-  }
+  std::vector<store::store_port> ports = store::ports_from_mesh(mesh);
   store::store_options so;
   so.dir = cfg.server.data_dir + "/db";
   std::string err;

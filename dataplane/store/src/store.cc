@@ -560,4 +560,23 @@ rt::article_ref store::read_article(uint64_t seq, std::string* error) const {
   return rt::article::decode(rec, error);
 }
 
+std::vector<store_port> ports_from_mesh(runtime::mesh& m) {
+  std::vector<store_port> ports(m.size());
+  for (uint32_t i = 0; i < m.size(); ++i) {
+    ports[i].in = &m.writes(i);
+    ports[i].events = &m.events(i);
+    ports[i].articles = &m.articles(i);
+    ports[i].consumer = &m.shard_sleeper(i);
+    // Any thread: the eventfd path (the store thread has no io_uring of its own).
+    ports[i].wake = [](void* slot) {
+      if (net::loop* l =
+              static_cast<std::atomic<net::loop*>*>(slot)->load(std::memory_order_acquire)) {
+        l->wake_from_any_thread();
+      }
+    };
+    ports[i].wake_ctx = m.loop_slot(i);
+  }
+  return ports;
+}
+
 }  // namespace feedplane::store

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "feedplane/runtime/messages.h"
+#include "feedplane/runtime/shard.h"
 #include "feedplane/runtime/sleeper.h"
 
 namespace rocksdb {
@@ -80,6 +81,11 @@ struct store_port {
 // Which shard owns a streamed record: the index of its port. Called on the store thread
 // during start-up only.
 using owner_fn = std::function<uint32_t(runtime::kind k, std::string_view key)>;
+
+// The ports of every shard of a mesh: its rings with the store, its sleeper, and a wake-up
+// through the eventfd of the loop the shard registered (none before it did, none after it
+// left). The one way `feedplane serve` and the tests join a store to shards.
+std::vector<store_port> ports_from_mesh(runtime::mesh& m);
 
 // Power-of-two histogram: bucket i counts values v with bit_width(v) == i, i.e. bucket 0
 // holds 0 and bucket i >= 1 holds [2^(i-1), 2^i - 1] (Prometheus le="2^i - 1").
