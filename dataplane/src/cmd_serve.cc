@@ -70,7 +70,9 @@ struct shard_thread {
   // Owned here, not by the shard thread: main may still be inside request_stop() when the
   // thread leaves run(), so the loop is destroyed only after the thread was joined.
   std::unique_ptr<net::loop> loop;
-  std::atomic<int> state{0};  // 0 starting, 1 running, -1 failed
+  // 0 starting, 1 running, -1 failed. The shard thread stores with release after writing
+  // `error` and registering its loop; main loads with acquire before reading either.
+  std::atomic<int> state{0};
   std::string error;
 };
 
@@ -324,7 +326,8 @@ void run_shard(shard_thread& s, const config& cfg, const net::router& routes, ru
       return;
     }
     s.state.store(1, std::memory_order_release);
-    // Every shard registered its loop with the mesh before the store starts sending.
+    // Every shard registered its loop with the mesh before the store starts sending. The
+    // acquire pairs with main's release of `go` after db->start().
     while (!go.load(std::memory_order_acquire) && !l->stopping()) std::this_thread::yield();
     int r = l->run();
     if (r < 0) {
@@ -488,7 +491,7 @@ int run_serve(const serve_flags& f) {
   }
   if (!failed) {
     db->start();  // streams start-up records to the shards, then commits writes
-    go.store(true, std::memory_order_release);
+    go.store(true, std::memory_order_release);  // pairs with the shards' acquire of `go`
     fmt::print(
         "feedplane: listening on http://{} with {} shard(s) and a store in {}, {} static "
         "file(s) from {}; GET /healthz /readyz /metrics\n",
@@ -501,7 +504,7 @@ int run_serve(const serve_flags& f) {
   for (auto& s : shards) {
     if (net::loop* l = mesh.loop(s->index)) l->request_stop();
   }
-  go.store(true, std::memory_order_release);
+  go.store(true, std::memory_order_release);  // a shard still waiting to start leaves at once
   for (auto& s : shards) s->thread.join();
   db->stop();
   db.reset();
