@@ -195,12 +195,15 @@ void BM_ring_latency_busy(benchmark::State& st) {
       int got = 0;
       while (got < n) {
         got += int(r.consume([&](uint64_t& t) { l[size_t(got)] = now_ns() - t; }));
+        // Release: the latency slots written above are complete when the producer (and the
+        // final read after join) sees the count.
         handled.store(got, std::memory_order_release);
       }
     });
     pin(0);
     for (int i = 0; i < n; ++i) {
       r.try_push(now_ns());
+      // Acquire: pairs with the consumer's release of `handled` (one message in flight).
       while (handled.load(std::memory_order_acquire) <= i) {
       }
     }
@@ -223,7 +226,7 @@ void BM_ring_latency_sleeping(benchmark::State& st) {
     rt::sleeper sl;
     std::atomic<feedplane::net::loop*> cl{nullptr};
     std::atomic<int> handled{0};
-    std::atomic<bool> done{false};
+    std::atomic<bool> done{false}, may_exit{false};
     std::vector<uint64_t> l(n);
     std::thread c([&] {
       pin(1);
@@ -242,6 +245,7 @@ void BM_ring_latency_sleeping(benchmark::State& st) {
             auto& x = *static_cast<hook_ctx*>(p);
             x.sl->cancel();
             x.got += int(x.r->consume([&](uint64_t& t) { (*x.l)[size_t(x.got)] = now_ns() - t; }));
+            // Release: pairs with the producer's acquire spin on `handled`.
             x.handled->store(x.got, std::memory_order_release);
             x.sl->prepare();
             if (x.r->has_published()) {
@@ -251,16 +255,21 @@ void BM_ring_latency_sleeping(benchmark::State& st) {
             return false;
           },
           &h);
+      // Release: the loop is fully built before the producer (acquire below) wakes it.
       cl.store(lp.get(), std::memory_order_release);
+      // Acquire: pairs with the producer's release of `done` after its last message.
       while (!done.load(std::memory_order_acquire)) lp->run_once(true);
       lp->set_turn_hook(nullptr, nullptr);
-      cl.store(nullptr);
+      // The loop outlives the producer's last wake-up: it is destroyed only after
+      // `may_exit` (acquire, pairs with the producer's release after that wake).
+      while (!may_exit.load(std::memory_order_acquire)) std::this_thread::yield();
     });
     pin(0);
     std::string err;
     auto pl = feedplane::net::loop::create({}, &err);
     check(pl != nullptr, "loop");
     feedplane::net::loop* target = nullptr;
+    // Acquire: pairs with the consumer's release of `cl` once its loop exists.
     while ((target = cl.load(std::memory_order_acquire)) == nullptr) std::this_thread::yield();
     for (int i = 0; i < n; ++i) {
       // Let the consumer fall asleep first: this measures the wake-up path.
@@ -271,11 +280,13 @@ void BM_ring_latency_sleeping(benchmark::State& st) {
         ++wakes;
       }
       pl->run_once(false);  // submits the MSG_RING
+      // Acquire: pairs with the consumer hook's release of `handled`.
       while (handled.load(std::memory_order_acquire) <= i) {
       }
     }
-    done.store(true, std::memory_order_release);
+    done.store(true, std::memory_order_release);  // pairs with the consumer's acquire
     target->wake_from_any_thread();
+    may_exit.store(true, std::memory_order_release);  // after the last use of `target`
     c.join();
     lat.insert(lat.end(), l.begin(), l.end());
   }
@@ -311,7 +322,7 @@ void BM_broadcast(benchmark::State& st) {
         pin(int(1 + s));
         uint64_t mine = 0;
         while (mine < uint64_t(n)) mine += rings[s]->consume([](rt::article_ref& a) { a.reset(); });
-        got.fetch_add(mine);
+        got.fetch_add(mine);  // seq_cst (default); read only after join()
       });
     }
     pin(0);

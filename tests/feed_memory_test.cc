@@ -28,6 +28,10 @@
 #ifndef FEEDPLANE_COUNT_MALLOC
 #define FEEDPLANE_COUNT_MALLOC 1
 #endif
+#if !FEEDPLANE_COUNT_MALLOC
+#error \
+    "feed_memory_test counts malloc, which a sanitizer owns: tests/CMakeLists.txt builds it only without sanitizers"
+#endif
 
 namespace {
 std::atomic<int64_t> g_live{0};  // bytes held now (malloc_usable_size of each block)
@@ -47,7 +51,6 @@ std::atomic<int64_t> g_peak{0};  // highest g_live since reset_peak()
 }
 }  // namespace
 
-#if FEEDPLANE_COUNT_MALLOC
 // glibc's own entry points, which the replacements below forward to.
 extern "C" {
 void* __libc_malloc(size_t);
@@ -93,7 +96,6 @@ int posix_memalign(void** out, size_t align, size_t n) {
   return 0;
 }
 }  // extern "C"
-#endif
 
 namespace {
 
@@ -123,7 +125,6 @@ std::string repeat(std::string_view s, size_t n) {
 }
 
 TEST(feed_memory, counting_works) {
-  if (!FEEDPLANE_COUNT_MALLOC) GTEST_SKIP() << "malloc is the sanitizer's in this build";
   const int64_t before = g_live.load();
   void* p = std::malloc(1 << 20);
   EXPECT_GE(g_live.load() - before, 1 << 20);
@@ -134,7 +135,6 @@ TEST(feed_memory, counting_works) {
 // 8 MB of nested <a> (never closed) and of flat <x/>: the shapes that peaked at 35x and
 // 19x the document before the bound.
 TEST(feed_memory, dense_markup_is_bounded) {
-  if (!FEEDPLANE_COUNT_MALLOC) GTEST_SKIP() << "malloc is the sanitizer's in this build";
   const std::string nested = "<rss version=\"2.0\"><channel>" + repeat("<a>", 8 << 18);
   const std::string flat =
       "<rss version=\"2.0\"><channel>" + repeat("<x/>", 2 << 20) + "</channel></rss>";
@@ -153,7 +153,6 @@ TEST(feed_memory, dense_markup_is_bounded) {
 // A large feed shaped like real ones (text outweighs markup) parses whole within the bound:
 // RSS and Atom with 8,000 entries of a few hundred bytes, and the same as a JSON Feed.
 TEST(feed_memory, large_real_shaped_feeds_parse_within_the_bound) {
-  if (!FEEDPLANE_COUNT_MALLOC) GTEST_SKIP() << "malloc is the sanitizer's in this build";
   const std::string words = repeat("lorem ipsum dolor sit amet, consectetur adipiscing elit. ", 6);
   std::string rss = "<?xml version=\"1.0\"?>\n<rss version=\"2.0\"><channel><title>big</title>\n";
   std::string atom = "<feed xmlns=\"http://www.w3.org/2005/Atom\"><title>big</title>\n";
@@ -189,11 +188,12 @@ TEST(feed_memory, large_real_shaped_feeds_parse_within_the_bound) {
   }
 }
 
-// Real feeds stay within the bound and are not refused by it.
+// Real feeds stay within the bound and are not refused by it. Built only when CMake found
+// the shared corpus (tests/CMakeLists.txt), so here its absence is a failure.
+#if FEEDPLANE_MEMORY_TEST_CORPUS
 TEST(feed_memory, corpus_is_bounded) {
-  if (!FEEDPLANE_COUNT_MALLOC) GTEST_SKIP() << "malloc is the sanitizer's in this build";
   const char* dir = std::getenv("FEEDPLANE_CORPUS_DIR");
-  if (dir == nullptr || *dir == '\0') GTEST_SKIP() << "no corpus (FEEDPLANE_CORPUS_DIR)";
+  ASSERT_TRUE(dir != nullptr && *dir != '\0') << "FEEDPLANE_CORPUS_DIR is not set";
   size_t files = 0;
   double worst = 0;
   std::string worst_name;
@@ -218,5 +218,7 @@ TEST(feed_memory, corpus_is_bounded) {
   std::printf("%zu corpus files; worst ratio over 4 KiB: %.1fx (%s)\n", files, worst,
               worst_name.c_str());
 }
+
+#endif
 
 }  // namespace

@@ -20,6 +20,7 @@
 #include "gtest/gtest.h"
 #include "http_test_client.h"
 #include "http_test_shard.h"
+#include "http_test_sum_route.h"
 
 namespace {
 std::atomic<bool> counting{false};
@@ -72,36 +73,7 @@ using namespace http_test;
 namespace {
 
 void add_routes(router& rt) {
-  // Sums a JSON array, parsed in place; answers "SUM in-place|copied" (no allocation: the
-  // parser is reused at its capacity, the answer fits the response's kept storage).
-  rt.add("POST", "/sum", [](request_context& c, http_response& r) {
-    static thread_local simdjson::ondemand::parser parser;
-    const std::string_view b = c.padded_body();
-    simdjson::ondemand::document doc;
-    int64_t sum = 0;
-    auto err =
-        parser.iterate(simdjson::padded_string_view(b.data(), b.size(), b.size() + body_padding))
-            .get(doc);
-    simdjson::ondemand::array a;
-    if (!err) err = doc.get_array().get(a);
-    if (!err) {
-      for (auto v : a) {
-        int64_t x = 0;
-        if ((err = v.get_int64().get(x))) break;
-        sum += x;
-      }
-    }
-    if (err) {
-      set_json_error(r, 400, "malformed_json", simdjson::error_message(err));
-      return;
-    }
-    char out[40];
-    char* e = std::to_chars(out, out + 20, sum).ptr;
-    const char* how = b.data() == c.request().body.data() ? " in-place" : " copied";
-    e = std::copy(how, how + strlen(how), e);
-    r.set_body(std::string_view(out, size_t(e - out)));
-    r.compressible = false;
-  });
+  add_sum_route(rt);
   rt.add("GET", "/mem", [](request_context& c, http_response& r) {
     http_server& s = c.context_as<shard_thread>().server();
     r.set_body(std::to_string(s.input_pool_memory()));

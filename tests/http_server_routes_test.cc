@@ -15,6 +15,7 @@
 #include "gtest/gtest.h"
 #include "http_test_client.h"
 #include "http_test_shard.h"
+#include "http_test_sum_route.h"
 
 using namespace feedplane::net;
 using namespace http_test;
@@ -264,32 +265,7 @@ void add_wire_routes(router& rt, held_state* hs) {
   rt.add("GET", "/busy", [](request_context&, http_response& r) {
     set_unavailable(r, "the ring to the store is full");
   });
-  // Sums a JSON array of numbers, parsed in place with simdjson; says whether the body
-  // was handed over in place or copied.
-  rt.add("POST", "/sum", [](request_context& c, http_response& r) {
-    static thread_local simdjson::ondemand::parser parser;
-    const std::string_view b = c.padded_body();
-    simdjson::ondemand::document doc;
-    int64_t sum = 0;
-    auto err =
-        parser.iterate(simdjson::padded_string_view(b.data(), b.size(), b.size() + body_padding))
-            .get(doc);
-    simdjson::ondemand::array a;
-    if (!err) err = doc.get_array().get(a);
-    if (!err) {
-      for (auto v : a) {
-        int64_t x = 0;
-        if ((err = v.get_int64().get(x))) break;
-        sum += x;
-      }
-    }
-    if (err) {
-      set_json_error(r, 400, "malformed_json", simdjson::error_message(err));
-      return;
-    }
-    const bool in_place = b.data() == c.request().body.data();
-    r.set_body(std::to_string(sum) + (in_place ? " in-place" : " copied"));
-  });
+  add_sum_route(rt);
   rt.add("GET", "/held",
          [hs](request_context&, http_response& r) { r.set_body(std::to_string(hs->held.size())); });
   rt.add("GET", "/hold", [hs](request_context&, http_response& r) {

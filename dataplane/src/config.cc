@@ -1,5 +1,7 @@
 #include "feedplane/dataplane/config.h"
 
+#include "feedplane/base/errc.h"
+
 #include <fmt/format.h>
 
 #include <toml++/toml.h>
@@ -145,10 +147,7 @@ std::vector<option_doc> option_docs() {
 }
 
 namespace {
-struct errc_entry {
-  std::string_view name;
-  std::string_view message;
-};
+using base::errc_entry;
 // Indexed by the enum value; the static_assert keeps the table in step with it.
 constexpr errc_entry k_errc_table[] = {
     {"ok", "no error"},
@@ -160,14 +159,10 @@ constexpr errc_entry k_errc_table[] = {
 static_assert(std::size(k_errc_table) == static_cast<size_t>(config_errc::bad_value) + 1);
 }  // namespace
 
-std::string_view config_errc_name(config_errc e) {
-  const auto i = static_cast<size_t>(e);
-  return i < std::size(k_errc_table) ? k_errc_table[i].name : "unknown";
-}
+std::string_view config_errc_name(config_errc e) { return base::errc_lookup(k_errc_table, e).name; }
 
 std::string_view config_errc_message(config_errc e) {
-  const auto i = static_cast<size_t>(e);
-  return i < std::size(k_errc_table) ? k_errc_table[i].message : "unknown error";
+  return base::errc_lookup(k_errc_table, e).message;
 }
 
 std::string config_error::to_string() const {

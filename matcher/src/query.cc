@@ -1,6 +1,8 @@
 // Query parser: lexer, recursive descent into query_node, then disjunctive normal form.
 #include "feedplane/matcher/query.h"
 
+#include "feedplane/base/errc.h"
+
 #include <algorithm>
 #include <iterator>
 #include <string>
@@ -9,10 +11,7 @@
 namespace feedplane::matcher {
 
 namespace {
-struct errc_entry {
-  std::string_view name;
-  std::string_view message;
-};
+using base::errc_entry;
 // Indexed by the enum value; the static_assert keeps the table in step with it.
 constexpr errc_entry k_errc_table[] = {
     {"ok", "no error"},
@@ -33,15 +32,9 @@ constexpr errc_entry k_errc_table[] = {
 static_assert(std::size(k_errc_table) == static_cast<size_t>(errc::only_frequent_words) + 1);
 }  // namespace
 
-std::string_view errc_name(errc e) {
-  const auto i = static_cast<size_t>(e);
-  return i < std::size(k_errc_table) ? k_errc_table[i].name : "unknown";
-}
+std::string_view errc_name(errc e) { return base::errc_lookup(k_errc_table, e).name; }
 
-std::string_view errc_message(errc e) {
-  const auto i = static_cast<size_t>(e);
-  return i < std::size(k_errc_table) ? k_errc_table[i].message : "unknown error";
-}
+std::string_view errc_message(errc e) { return base::errc_lookup(k_errc_table, e).message; }
 
 const std::vector<std::string>& default_frequent_words() {
   // The first 29 lines of bench/workload/data/english_by_rank.txt.

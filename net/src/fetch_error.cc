@@ -1,14 +1,13 @@
 #include "feedplane/net/fetch_error.h"
 
+#include "feedplane/base/errc.h"
+
 namespace feedplane::net {
 
 namespace {
-struct entry {
-  std::string_view name;
-  std::string_view message;
-};
+using base::errc_entry;
 // Indexed by the enum value; the static_assert below keeps the table in step with it.
-constexpr entry k_table[] = {
+constexpr errc_entry k_table[] = {
     {"ok", "no error"},
     {"bad_url", "the URL is not a valid absolute http or https URL"},
     {"bad_request_header", "a request header name or value contains CR, LF or NUL, or is empty"},
@@ -57,14 +56,13 @@ static_assert(sizeof(k_table) / sizeof(k_table[0]) ==
               static_cast<size_t>(fetch_error::internal) + 1);
 }  // namespace
 
+// Out of range reads as `internal`, the table's last entry.
 std::string_view fetch_error_name(fetch_error e) {
-  auto i = static_cast<size_t>(e);
-  return i < std::size(k_table) ? k_table[i].name : "internal";
+  return base::errc_lookup(k_table, e, k_table[std::size(k_table) - 1]).name;
 }
 
 std::string_view fetch_error_message(fetch_error e) {
-  auto i = static_cast<size_t>(e);
-  return i < std::size(k_table) ? k_table[i].message : "internal error";
+  return base::errc_lookup(k_table, e, k_table[std::size(k_table) - 1]).message;
 }
 
 }  // namespace feedplane::net

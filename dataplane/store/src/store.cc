@@ -1,5 +1,7 @@
 #include "feedplane/store/store.h"
 
+#include "feedplane/base/errc.h"
+
 #include <rocksdb/db.h>
 #include <rocksdb/env.h>
 #include <rocksdb/file_system.h>
@@ -19,10 +21,7 @@ namespace rt = feedplane::runtime;
 
 namespace {
 
-struct errc_entry {
-  std::string_view name;
-  std::string_view message;
-};
+using base::errc_entry;
 // Indexed by the enum value; the static_assert keeps the table in step with it.
 constexpr errc_entry k_errc[] = {
     {"ok", "durable"},
@@ -66,13 +65,12 @@ void cpu_relax() {
 
 }  // namespace
 
+constexpr errc_entry k_unknown_store_errc{"unknown", "unknown store error"};
 std::string_view store_errc_name(store_errc e) {
-  const size_t i = size_t(e);
-  return i < std::size(k_errc) ? k_errc[i].name : "unknown";
+  return base::errc_lookup(k_errc, e, k_unknown_store_errc).name;
 }
 std::string_view store_errc_message(store_errc e) {
-  const size_t i = size_t(e);
-  return i < std::size(k_errc) ? k_errc[i].message : "unknown store error";
+  return base::errc_lookup(k_errc, e, k_unknown_store_errc).message;
 }
 
 void histogram::add(uint64_t v) {
