@@ -95,6 +95,7 @@ const std::vector<option>& options() {
   using S = server_config;
   using C = client_config;
   using R = reflector_config;
+  using A = api_config;
   constexpr uint64_t u32 = std::numeric_limits<uint32_t>::max();
   static const std::vector<option> all = {
       string_option("server.listen", &config::server, &S::listen, check_listen,
@@ -133,6 +134,11 @@ const std::vector<option>& options() {
                     "PEM CA bundle for HTTPS; empty = the system CA store"),
       uint_option("reflector.k", &config::reflector, &R::k, 1, 10000,
                   "matches kept and served per subscription"),
+      string_option("api.admin_token", &config::api, &A::admin_token, nullptr,
+                    "bearer token of the admin API (sources, bulk loads); empty = admin API "
+                    "off; --admin-token and FEEDPLANE_ADMIN_TOKEN override it"),
+      bool_option("api.open_signup", &config::api, &A::open_signup,
+                  "anyone may create an account (POST /api/accounts) without the admin token"),
   };
   return all;
 }

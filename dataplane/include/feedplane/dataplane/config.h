@@ -40,10 +40,18 @@ struct reflector_config {
   uint32_t k = 10;
 };
 
+struct api_config {
+  // Bearer token of the admin API (sources, bulk loads). Empty: the admin API is off.
+  // `--admin-token` and FEEDPLANE_ADMIN_TOKEN override it.
+  std::string admin_token;
+  bool open_signup = true;  // POST /api/accounts without the admin token
+};
+
 struct config {
   server_config server;
   client_config client;
   reflector_config reflector;
+  api_config api;
 };
 
 // One documented option, for `feedplane config` and for error messages.
