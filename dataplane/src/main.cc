@@ -18,6 +18,10 @@ int run(int argc, char** argv) {
   feedplane::dataplane::add_match_command(app, &rc);
   feedplane::dataplane::add_parse_command(app, &rc);
   feedplane::dataplane::add_serve_command(app, &rc);
+  feedplane::dataplane::add_tool_command(
+      app, &rc, "load", "feedplane-load",
+      "the load harness: starts a feed farm and feedplane, loads sources and subscriptions, "
+      "runs, and checks delivery (feedplane load --help)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
