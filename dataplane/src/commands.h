@@ -8,6 +8,7 @@
 namespace feedplane::dataplane {
 
 void add_config_command(CLI::App& app, int* rc);
+void add_farm_command(CLI::App& app, int* rc);
 void add_fetch_command(CLI::App& app, int* rc);
 void add_match_command(CLI::App& app, int* rc);
 void add_parse_command(CLI::App& app, int* rc);

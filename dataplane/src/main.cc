@@ -14,6 +14,7 @@ int run(int argc, char** argv) {
   app.set_version_flag("--version", "feedplane 0.1");
   int rc = 0;
   feedplane::dataplane::add_config_command(app, &rc);
+  feedplane::dataplane::add_farm_command(app, &rc);
   feedplane::dataplane::add_fetch_command(app, &rc);
   feedplane::dataplane::add_match_command(app, &rc);
   feedplane::dataplane::add_parse_command(app, &rc);
