@@ -1,6 +1,6 @@
-// `feedplane load ARGS...` (and the harness's other tools): runs feedplane-load, found
-// beside this binary, with the same arguments, as git runs git-NAME. The harness is its own
-// binary so that dataplane never links the load driver (DESIGN.md 9: arrows stay one-way).
+// `feedplane farm|load ARGS...`: runs feedplane-farm or feedplane-load, found beside this
+// binary (else on PATH), with the same arguments, as git runs git-NAME. The harness is its
+// own binaries so that dataplane never links it (DESIGN.md 9: arrows stay one-way).
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -24,14 +24,18 @@ std::string self_dir() {
   return p.substr(0, p.rfind('/'));
 }
 
+// Replaces this process with `binary` beside this one, else the one on PATH. Returns only
+// on failure, with the exit status to use.
 int exec_tool(const std::string& binary, const std::vector<std::string>& args) {
   const std::string path = self_dir() + "/" + binary;
   std::vector<char*> argv;
-  argv.push_back(const_cast<char*>(path.c_str()));
+  argv.push_back(const_cast<char*>(binary.c_str()));
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   execv(path.c_str(), argv.data());
-  fmt::print(stderr, "feedplane: cannot run {}: {}\n", path, strerror(errno));
+  execvp(binary.c_str(), argv.data());
+  fmt::print(stderr, "feedplane: cannot run {} (beside this binary or on PATH): {}\n", binary,
+             strerror(errno));
   return 127;
 }
 
@@ -42,6 +46,7 @@ void add_tool_command(CLI::App& app, int* rc, const char* name, const char* bina
   auto* cmd = app.add_subcommand(name, description);
   cmd->prefix_command();  // every argument after the name goes to the tool as is
   cmd->set_help_flag();   // `feedplane load --help` is the tool's own help
+  cmd->allow_extras();
   const std::string bin = binary;
   cmd->callback([cmd, rc, bin] { *rc = exec_tool(bin, cmd->remaining()); });
 }

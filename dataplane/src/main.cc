@@ -19,6 +19,9 @@ int run(int argc, char** argv) {
   feedplane::dataplane::add_parse_command(app, &rc);
   feedplane::dataplane::add_serve_command(app, &rc);
   feedplane::dataplane::add_tool_command(
+      app, &rc, "farm", "feedplane-farm",
+      "the load harness's synthetic feed farm (feedplane farm --help)");
+  feedplane::dataplane::add_tool_command(
       app, &rc, "load", "feedplane-load",
       "the load harness: starts a feed farm and feedplane, loads sources and subscriptions, "
       "runs, and checks delivery (feedplane load --help)");

@@ -773,6 +773,7 @@ void http_server::write_response(connection& k, const request_meta& req, http_re
       int64_t ims = parse_http_date(req.if_modified_since);
       if (ims >= 0 && r.last_modified <= ims) status = 304;
     }
+    if (status == 304) ++stats_.not_modified;
   }
   const bool vary = opt_.gzip && r.compressible && r.body.size() >= opt_.gzip_min_bytes;
   std::string_view body = r.body;

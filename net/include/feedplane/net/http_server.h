@@ -248,6 +248,7 @@ struct server_stats {
   uint64_t accepted = 0;
   uint64_t requests = 0;
   uint64_t errors_4xx = 0;         // 4xx and 5xx answers, parser errors included
+  uint64_t not_modified = 0;       // 304 answers to conditional GETs
   uint64_t timeouts = 0;           // 408 sent or idle connection closed
   uint64_t deferred_timeouts = 0;  // 503 sent for a deferred answer that did not come
   uint64_t open = 0;               // connections open now

@@ -1,0 +1,333 @@
+// The synthetic feed farm's generator (bench/farm): determinism from the seed, the shapes
+// issue 12 asks for (document size, entries, posting rates, daily and weekly cycles), the
+// validators, the request dispatch, and the truth log against the served documents.
+#include <gtest/gtest.h>
+#include <simdjson.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "feedplane/farm/farm.h"
+
+namespace fm = feedplane::farm;
+using feedplane::workload::vocabulary;
+
+namespace {
+
+constexpr double now = 1'780'000'000;  // a fixed "start" (2026-05-28), for determinism
+
+std::string smallweb() {
+  const char* c = std::getenv("FEEDPLANE_CORPUS_DIR");
+  return c == nullptr ? std::string() : std::string(c) + "/smallweb/smallweb.txt";
+}
+
+fm::options opts(uint32_t feeds, uint64_t seed = 7) {
+  fm::options o;
+  o.feeds = feeds;
+  o.seed = seed;
+  o.hosts_file = smallweb();
+  o.port = 8080;
+  return o;
+}
+
+double quantile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  return v[static_cast<size_t>(q * static_cast<double>(v.size() - 1))];
+}
+
+}  // namespace
+
+TEST(Farm, SameSeedSameFarm) {
+  const vocabulary& v = vocabulary::english();
+  fm::farm a(opts(500), v, now), b(opts(500), v, now), c(opts(500, 8), v, now);
+  ASSERT_EQ(a.hosts(), b.hosts());
+  std::string da, db, dc;
+  size_t differ = 0;
+  for (uint32_t i = 0; i < 500; ++i) {
+    EXPECT_EQ(a.url(i), b.url(i));
+    a.render(i, da);
+    b.render(i, db);
+    c.render(i, dc);
+    ASSERT_EQ(da, db) << i;
+    differ += da != dc;
+  }
+  EXPECT_GT(differ, 490u);  // another seed, other feeds
+
+  // Posting from the same start gives the same posts.
+  a.start(now, 600);
+  b.start(now, 600);
+  std::vector<std::string> pa, pb;
+  a.publish_due(now + 3600, [&](const fm::entry& e) { pa.push_back(e.guid + e.text); });
+  b.publish_due(now + 3600, [&](const fm::entry& e) { pb.push_back(e.guid + e.text); });
+  EXPECT_FALSE(pa.empty());
+  EXPECT_EQ(pa, pb);
+}
+
+TEST(Farm, HostsLikeTheSmallWeb) {
+  fm::farm f(opts(10'000), vocabulary::english(), now);
+  const std::string corpus = smallweb();
+  EXPECT_EQ(f.hosts_from_corpus(), !corpus.empty() && access(corpus.c_str(), R_OK) == 0);
+  const std::set<std::string> distinct(f.hosts().begin(), f.hosts().end());
+  EXPECT_EQ(distinct.size(), f.hosts().size());
+  // About 5% of feeds share a host with another.
+  EXPECT_GT(f.hosts().size(), 9'300u);
+  EXPECT_LT(f.hosts().size(), 9'700u);
+  size_t platform = 0;
+  for (const std::string& h : f.hosts()) {
+    for (const char* p :
+         {".bearblog.dev", ".github.io", ".wordpress.com", ".blogspot.com", ".tumblr.com"}) {
+      platform += h.ends_with(p);
+    }
+  }
+  // The corpus has ~15% of its hosts on these five platforms; generated names 17% on all.
+  EXPECT_GT(platform, 800u);
+  EXPECT_LT(platform, 2'200u);
+
+  // More feeds than the corpus has hosts: generated names, still distinct and plain DNS.
+  fm::farm big(opts(50'000), vocabulary::english(), now);
+  const std::set<std::string> all(big.hosts().begin(), big.hosts().end());
+  EXPECT_EQ(all.size(), big.hosts().size());
+  for (const std::string& h : big.hosts()) {
+    ASSERT_TRUE(std::all_of(h.begin(), h.end(), [](char c) {
+      return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.';
+    })) << h;
+  }
+}
+
+TEST(Farm, DocumentShape) {
+  fm::farm f(opts(10'000), vocabulary::english(), now);
+  std::vector<double> sizes;
+  size_t typical = 0, formats[3] = {}, valid[3] = {};
+  std::string doc;
+  for (uint32_t i = 0; i < f.size(); ++i) {
+    f.render(i, doc);
+    sizes.push_back(static_cast<double>(doc.size()));
+    const fm::feed_info& info = f.info(i);
+    typical += info.keep >= 10 && info.keep <= 17;
+    ++formats[size_t(info.format)];
+    ++valid[size_t(info.valid)];
+    EXPECT_EQ(f.next_seq(i) - f.first_seq(i), info.keep);
+  }
+  // Log-normal, median 7.6 KB, p90 23 KB.
+  EXPECT_NEAR(quantile(sizes, 0.5), 7600, 7600 * 0.10);
+  EXPECT_NEAR(quantile(sizes, 0.9), 23000, 23000 * 0.12);
+  EXPECT_GT(quantile(sizes, 0.999), 80'000);  // the heavy tail
+  EXPECT_NEAR(static_cast<double>(typical) / 10'000, 0.75, 0.03);
+  EXPECT_NEAR(formats[size_t(fm::feed_format::atom)] / 10'000.0, 0.20, 0.02);
+  EXPECT_NEAR(formats[size_t(fm::feed_format::json)] / 10'000.0, 0.10, 0.02);
+  EXPECT_NEAR(valid[size_t(fm::validators::etag_and_last_modified)] / 10'000.0, 0.80, 0.02);
+  EXPECT_NEAR(valid[size_t(fm::validators::none)] / 10'000.0, 0.08, 0.015);
+}
+
+TEST(Farm, PostingRatesFollowSiaAndCho) {
+  fm::farm f(opts(10'000), vocabulary::english(), now);
+  size_t silent = 0, daily = 0;
+  for (uint32_t i = 0; i < f.size(); ++i) {
+    const double r = f.info(i).rate_per_day;
+    EXPECT_GT(r, 0);
+    EXPECT_LE(r, 96);
+    if (r < 1.0 / 91) ++silent;  // not one post in three months, on average
+    if (r >= 1) ++daily;
+  }
+  EXPECT_NEAR(silent / 10'000.0, 0.20, 0.015);
+  EXPECT_NEAR(daily / 8'000.0, 0.32, 0.03);  // of the active feeds
+}
+
+TEST(Farm, PostingProcessCycles) {
+  fm::farm f(opts(3'000), vocabulary::english(), now);
+  double expected_per_day = 0;
+  for (uint32_t i = 0; i < f.size(); ++i) expected_per_day += f.info(i).rate_per_day;
+  // 28 simulated days in 28 "real" seconds; the clock is passed in, nothing sleeps.
+  f.start(now, 86'400);
+  EXPECT_TRUE(std::isinf(fm::farm(opts(10), vocabulary::english(), now).next_due()));
+  size_t posts = 0, near_peak = 0, weekend = 0;
+  double last_real = 0;
+  for (int step = 1; step <= 28 * 24; ++step) {
+    const double real = now + step / 24.0;
+    f.publish_due(real, [&](const fm::entry& e) {
+      ++posts;
+      EXPECT_FALSE(e.initial);
+      EXPECT_EQ(e.published, real);
+      EXPECT_LE(e.sim_time, f.sim_time(real));
+      EXPECT_GE(e.published, last_real);
+      const double hour = std::fmod(e.sim_time, 86'400) / 3600;
+      double d = std::fabs(hour - f.info(e.feed).peak_hour);
+      d = std::min(d, 24 - d);
+      near_peak += d < 6;
+      const auto day = static_cast<int64_t>(e.sim_time / 86'400);
+      const int dow = static_cast<int>((day + 4) % 7);
+      weekend += dow == 0 || dow == 6;
+    });
+    last_real = real;
+    EXPECT_GT(f.next_due(), real);
+  }
+  EXPECT_EQ(posts, f.published());
+  EXPECT_NEAR(static_cast<double>(posts), expected_per_day * 28, expected_per_day * 28 * 0.05);
+  // Daily cycle 1 + 0.6 cos: the half-day around the peak holds 1/2 + 0.6/pi = 69%.
+  EXPECT_NEAR(static_cast<double>(near_peak) / static_cast<double>(posts), 0.69, 0.03);
+  // Weekly: two weekend days at 0.75 against five weekdays at 1.1: 1.5/7 = 21.4%.
+  EXPECT_NEAR(static_cast<double>(weekend) / static_cast<double>(posts), 0.214, 0.02);
+}
+
+TEST(Farm, InitialBacklogIsOld) {
+  fm::farm f(opts(2'000), vocabulary::english(), now);
+  for (uint32_t i = 0; i < f.size(); ++i) {
+    for (uint64_t s = f.first_seq(i); s < f.next_seq(i); ++s) {
+      const fm::entry e = f.make_entry(i, s);
+      ASSERT_TRUE(e.initial);
+      ASSERT_LT(e.published, now - 25 * 3600);
+      if (s > f.first_seq(i)) {
+        ASSERT_GT(e.published, f.make_entry(i, s - 1).published);
+      }
+    }
+  }
+  EXPECT_EQ(f.published(), 0u);
+}
+
+TEST(Farm, PostsChangeValidatorsAndDocument) {
+  fm::farm f(opts(2'000), vocabulary::english(), now);
+  // A feed with both validators that posts often.
+  uint32_t id = 0;
+  while (f.info(id).valid != fm::validators::etag_and_last_modified || f.info(id).rate_per_day < 20)
+    ++id;
+  const std::string tag0 = f.etag(id);
+  const int64_t lm0 = f.last_modified(id);
+  const uint64_t next0 = f.next_seq(id);
+  EXPECT_FALSE(tag0.empty());
+  EXPECT_EQ(tag0.front(), '"');
+  f.start(now, 1);
+  double t = now;
+  while (f.next_seq(id) < next0 + 3) {
+    t += 600;
+    f.publish_due(t, [](const fm::entry&) {});
+  }
+  EXPECT_NE(f.etag(id), tag0);
+  EXPECT_GT(f.last_modified(id), lm0);
+  EXPECT_EQ(f.next_seq(id) - f.first_seq(id), f.info(id).keep);  // the oldest fell out
+  std::string doc;
+  f.render(id, doc);
+  const fm::entry newest = f.make_entry(id, f.next_seq(id) - 1);
+  EXPECT_NE(doc.find(newest.guid), std::string::npos);
+  EXPECT_NE(doc.find(newest.text), std::string::npos);
+  EXPECT_EQ(doc.find(f.make_entry(id, 0).guid + "<"), std::string::npos);
+
+  // Validators by kind.
+  for (uint32_t i = 0; i < f.size(); ++i) {
+    switch (f.info(i).valid) {
+      case fm::validators::etag_and_last_modified:
+        EXPECT_FALSE(f.etag(i).empty());
+        EXPECT_GE(f.last_modified(i), 0);
+        break;
+      case fm::validators::last_modified_only:
+        EXPECT_TRUE(f.etag(i).empty());
+        EXPECT_GE(f.last_modified(i), 0);
+        break;
+      case fm::validators::none:
+        EXPECT_TRUE(f.etag(i).empty());
+        EXPECT_EQ(f.last_modified(i), -1);
+        break;
+    }
+  }
+}
+
+TEST(Farm, FindsFeedsByHostAndPath) {
+  fm::farm f(opts(1'000), vocabulary::english(), now);
+  for (uint32_t i = 0; i < f.size(); i += 37) {
+    const std::string file = f.path(i).substr(6);  // after "/feed/"
+    std::string upper = f.info(i).host;
+    std::transform(upper.begin(), upper.end(), upper.begin(), ::toupper);
+    EXPECT_EQ(f.find(f.info(i).host, file), i);
+    EXPECT_EQ(f.find(upper + ":8080", file), i);
+    EXPECT_EQ(f.find("nobody.example:8080", file), -1);
+    EXPECT_EQ(f.find(f.info(i).host, std::to_string(i) + ".html"), -1);
+  }
+  EXPECT_EQ(f.find(f.info(0).host, "1000000.xml"), -1);
+  EXPECT_EQ(f.find(f.info(0).host, ".xml"), -1);
+  EXPECT_EQ(f.find(f.info(0).host, "0"), -1);
+}
+
+TEST(Farm, TruthLogMatchesTheServedDocuments) {
+  fm::farm f(opts(300), vocabulary::english(), now);
+  char path[] = "/tmp/farm_truth_XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  {
+    fm::truth_log log;
+    std::string err;
+    ASSERT_TRUE(log.open(path, &err)) << err;
+    log.write_header(f, now);
+    log.write_initial(f, false);
+    f.start(now, 3600);
+    log.write_start(now, 3600);
+    f.publish_due(now + 60, [&](const fm::entry& e) { log.write_entry(f, e); });
+    log.flush();
+  }
+  ASSERT_GT(f.published(), 0u);
+  std::ifstream in(path);
+  simdjson::dom::parser p;
+  size_t feeds = 0, initial = 0, posted = 0, starts = 0;
+  std::string doc;
+  for (std::string line; std::getline(in, line);) {
+    simdjson::dom::element o;
+    ASSERT_EQ(p.parse(line).get(o), simdjson::SUCCESS) << line;
+    const std::string_view kind = o["kind"].get_string().value();
+    if (kind == "feed") {
+      ++feeds;
+      continue;
+    }
+    if (kind == "start") ++starts;
+    if (kind != "entry") continue;
+    const auto id = static_cast<uint32_t>(o["feed"].get_uint64().value());
+    const uint64_t seq = o["seq"].get_uint64().value();
+    const bool init = o["initial"].get_bool().value();
+    (init ? initial : posted)++;
+    EXPECT_EQ(o["url"].get_string().value(), f.url(id));
+    if (seq < f.first_seq(id)) continue;  // pushed out of the document since
+    const fm::entry e = f.make_entry(id, seq);
+    EXPECT_EQ(o["guid"].get_string().value(), e.guid);
+    EXPECT_EQ(o["link"].get_string().value(), e.link);
+    EXPECT_EQ(o["title"].get_string().value(), e.title);
+    EXPECT_EQ(o["text"].get_string().value(), e.text);
+    EXPECT_NEAR(o["published"].get_double().value(), e.published, 0.001);
+    if (init) {
+      EXPECT_LT(e.published, now - 24 * 3600);
+    }
+    // The text is served exactly (the vocabulary has nothing XML or JSON would escape).
+    f.render(id, doc);
+    EXPECT_NE(doc.find(e.text), std::string::npos);
+  }
+  EXPECT_EQ(feeds, 300u);
+  EXPECT_EQ(starts, 1u);
+  EXPECT_EQ(initial, f.initial_entries());
+  EXPECT_EQ(posted, f.published());
+  unlink(path);
+}
+
+TEST(Farm, OpmlAndPins) {
+  fm::farm f(opts(200), vocabulary::english(), now);
+  char opml[] = "/tmp/farm_opml_XXXXXX", pins[] = "/tmp/farm_pins_XXXXXX";
+  close(mkstemp(opml));
+  close(mkstemp(pins));
+  std::string err;
+  ASSERT_TRUE(fm::write_opml(f, opml, &err)) << err;
+  ASSERT_TRUE(fm::write_pins(f, pins, &err)) << err;
+  std::ifstream o(opml);
+  const std::string text((std::istreambuf_iterator<char>(o)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("<opml version=\"2.0\">"), std::string::npos);
+  for (uint32_t i = 0; i < f.size(); ++i)
+    EXPECT_NE(text.find("xmlUrl=\"" + f.url(i) + "\""), std::string::npos);
+  std::ifstream pn(pins);
+  size_t lines = 0;
+  for (std::string line; std::getline(pn, line); ++lines)
+    EXPECT_EQ(line, f.hosts()[lines] + ":8080:127.0.0.1");
+  EXPECT_EQ(lines, f.hosts().size());
+  unlink(opml);
+  unlink(pins);
+}
