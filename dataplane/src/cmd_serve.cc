@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "feedplane/crawler/crawler.h"
 #include "feedplane/dataplane/component.h"
 #include "feedplane/dataplane/config.h"
 #include "feedplane/net/http_client.h"
@@ -53,13 +54,15 @@ struct serve_flags {
   uint32_t shards = 0;
   bool shards_set = false;
   bool no_pin = false;
+  std::vector<std::string> resolve;
+  std::string resolve_file;
 };
 
 using shard_context = shard_services;
 
 // The components every shard runs, in component_id order (component.h).
 const std::vector<const component_def*>& components() {
-  static const std::vector<const component_def*> all = {};
+  static const std::vector<const component_def*> all = {&crawler::def};
   return all;
 }
 
@@ -352,7 +355,7 @@ void run_shard(shard_thread& s, const config& cfg, const net::router& routes, ru
     ctx.requests_deferred = &rt.metrics().add_counter(
         "feedplane_http_deferred_total", "Requests answered later (by another shard or the store)");
     std::unique_ptr<net::http_client> client =
-        net::http_client::create(*l, client_options_from(cfg.client), &err);
+        net::http_client::create(*l, client_options_from(cfg), &err);
     if (!client) {
       s.error = fmt::format("shard {}: HTTP client: {}", s.index, err);
       close(s.listen_fd);
@@ -444,6 +447,10 @@ int run_serve(const serve_flags& f) {
   if (const char* t = std::getenv("FEEDPLANE_ADMIN_TOKEN"); t != nullptr && *t != 0)
     cfg.api.admin_token = t;
   if (!f.admin_token.empty()) cfg.api.admin_token = f.admin_token;
+  if (auto e = add_resolve_pins(cfg, f.resolve, f.resolve_file); !e.empty()) {
+    fmt::print(stderr, "feedplane: {}\n", e);
+    return 2;
+  }
 
   std::vector<int> cpus;
   {
@@ -604,6 +611,10 @@ void add_serve_command(CLI::App& app, int* rc) {
                   "bearer token of the admin API (overrides api.admin_token and "
                   "FEEDPLANE_ADMIN_TOKEN; prefer the environment variable, which ps does not "
                   "show)");
+  cmd->add_option("--resolve", f->resolve,
+                  "HOST:PORT:ADDR: connect to ADDR for HOST (or * for "
+                  "every name) on PORT, as curl's --resolve; repeatable (adds to net.resolve)");
+  cmd->add_option("--resolve-file", f->resolve_file, "a file of HOST:PORT:ADDR pins, one a line");
   cmd->add_flag("--no-pin", f->no_pin,
                 "do not pin shard threads to cores (hosts shared with other services)");
   cmd->callback([f, rc, shards_opt] {
