@@ -38,6 +38,7 @@
 #include "feedplane/net/http_server.h"
 #include "feedplane/net/http_static.h"
 #include "feedplane/net/loop.h"
+#include "feedplane/reflector/reflector.h"
 #include "feedplane/runtime/article.h"
 #include "feedplane/runtime/shard.h"
 #include "feedplane/store/store.h"
@@ -62,7 +63,7 @@ using shard_context = shard_services;
 
 // The components every shard runs, in component_id order (component.h).
 const std::vector<const component_def*>& components() {
-  static const std::vector<const component_def*> all = {&crawler::def};
+  static const std::vector<const component_def*> all = {&crawler::def, &reflector::component()};
   return all;
 }
 
@@ -483,6 +484,9 @@ int run_serve(const serve_flags& f) {
   std::vector<store::store_port> ports = store::ports_from_mesh(mesh);
   store::store_options so;
   so.dir = cfg.server.data_dir + "/db";
+  // Reflector lists are derived from the article log (DESIGN.md 9): until list snapshots
+  // exist, every start re-matches the whole log (after the records, before `streamed`).
+  so.replay_from = 1;
   std::string err;
   // A record goes to the shard its component's owner() names (the crawler by politeness
   // key, the reflector by partition: DESIGN.md 9); kinds no component owns by hash(key).
