@@ -9,6 +9,7 @@
 //   GET /api/shards/{n}  one shard's own figures, answered by shard n (a cross-shard
 //                 request: the connection's shard defers, shard n answers, the answer
 //                 comes back on the ring)
+//   GET /api/articles?after=SEQ&limit=N  the sequenced articles (admin token), in order
 //   GET /static/*  files in DIR/public/, read once at start-up
 #include <fmt/format.h>
 #include <pthread.h>
@@ -31,7 +32,9 @@
 #include <vector>
 
 #include "commands.h"
+#include "feedplane/base/json.h"
 #include "feedplane/crawler/crawler.h"
+#include "feedplane/dataplane/auth.h"
 #include "feedplane/dataplane/component.h"
 #include "feedplane/dataplane/config.h"
 #include "feedplane/net/http_client.h"
@@ -323,6 +326,63 @@ void shard_info_route(net::request_context& ctx, net::http_response& r) {
   c.rt->send(n, tp);
 }
 
+// ---- /api/articles?after=SEQ&limit=N: the sequenced article log (admin) ----
+// What an operator (and the load harness's delivery check) reads to see which entries
+// feedplane sequenced and when: one object per article, in sequence order. Read from the
+// store on the connection's shard (RocksDB reads are thread-safe); the limit bounds the
+// work per request.
+
+bool parse_u64(std::string_view s, uint64_t* v) {
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *v);
+  return !s.empty() && ec == std::errc() && end == s.data() + s.size();
+}
+
+void articles_route(net::request_context& ctx, net::http_response& r) {
+  auto& c = ctx.context_as<shard_context>();
+  if (!require_admin(ctx, *c.cfg, r)) return;
+  uint64_t after = 0, limit = 1000;
+  const std::string_view a = ctx.query().get("after", "0");
+  const std::string_view l = ctx.query().get("limit", "1000");
+  if (!parse_u64(a, &after)) {
+    net::set_json_error(r, 400, "invalid_query", "after: a sequence number");
+    return;
+  }
+  if (!parse_u64(l, &limit) || limit == 0 || limit > 10'000) {
+    net::set_json_error(r, 400, "invalid_query", "limit: 1..10000");
+    return;
+  }
+  // Relaxed: a gauge; an article below it is durable (sequenced after its group's sync).
+  const uint64_t next = c.db->stats().next_seq.load(std::memory_order_relaxed);
+  std::string& out = r.storage;
+  out = "{\"articles\": [";
+  std::string err;
+  uint64_t seq = after + 1, n = 0;
+  for (; seq < next && n < limit; ++seq, ++n) {
+    runtime::article_ref art = c.db->read_article(seq, &err);
+    if (!art) {
+      net::set_json_error(r, 500, "store_read_failed",
+                          fmt::format("article {}: {}", seq, err.empty() ? "absent" : err));
+      return;
+    }
+    out += n == 0 ? "\n" : ",\n";
+    fmt::format_to(std::back_inserter(out), "{{\"seq\": {}, \"guid\": ", seq);
+    base::append_json_string(art->guid(), out);
+    out += ", \"link\": ";
+    base::append_json_string(art->link(), out);
+    out += ", \"source\": ";
+    base::append_json_string(art->source_url(), out);
+    fmt::format_to(std::back_inserter(out),
+                   ", \"source_id\": {}, \"published\": {}, \"fetched\": {}, \"replaces\": {}}}",
+                   art->meta().source_id, art->meta().published, art->meta().fetched,
+                   art->meta().replaces);
+  }
+  fmt::format_to(std::back_inserter(out), "\n], \"next_after\": {}, \"sequenced\": {}}}\n", seq - 1,
+                 next - 1);
+  r.body = out;
+  r.content_type = "application/json";
+  r.cache_control = "no-store";
+}
+
 // ---- the shard thread ----
 
 void run_shard(shard_thread& s, const config& cfg, const net::router& routes, runtime::mesh& m,
@@ -531,6 +591,7 @@ int run_serve(const serve_flags& f) {
   });
   routes.add("GET", "/metrics", metrics_route);
   routes.add("GET", "/api/shards/{n}", shard_info_route);
+  routes.add("GET", "/api/articles", articles_route);
   statics.add_routes(routes, "/static/");
   for (const component_def* d : components()) d->add_routes(routes, cfg);
 

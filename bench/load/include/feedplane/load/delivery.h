@@ -9,11 +9,9 @@
 //   - every served item is a true match, and no item appears twice;
 // and a run with nothing expected fails.
 //
-// Sequence numbers of entries that are not served come from every feed the driver read
-// (an article has one global sequence). A missing entry whose sequence is unknown (served
-// to no subscription at all) counts as pushed out only when the subscription's feed is
-// full and the entry was published before the oldest item it serves; otherwise it is
-// unexplained.
+// Sequence numbers of entries that are not served come from feedplane's article log
+// (GET /api/articles: an article has one global sequence). A missing entry that was never
+// sequenced is unexplained: the crawler lost it.
 #pragma once
 
 #include <cstdint>
@@ -56,7 +54,8 @@ struct delivery_result {
   std::string line() const;
 };
 
-// Reads a truth log (JSON Lines). Returns false and sets *error on an unreadable file or
+// Reads the farm's truth log (JSON Lines; the "kind": "entry" lines, with url, guid, link,
+// published, title, text, initial). Returns false and sets *error on an unreadable file or
 // line.
 bool read_truth(const std::string& path, std::vector<truth_entry>& out, std::string* error);
 
