@@ -165,3 +165,42 @@ TEST(Placement, DomainsSpreadOverShards) {
 
 }  // namespace
 }  // namespace feedplane::crawler
+
+namespace feedplane::crawler {
+namespace {
+
+TEST(Hints, RetryAfterSecondsOrDate) {
+  EXPECT_EQ(retry_after_s("120", 1000), 120);
+  EXPECT_EQ(retry_after_s(" 0 ", 1000), 0);
+  EXPECT_EQ(retry_after_s("", 1000), -1);
+  EXPECT_EQ(retry_after_s("soon", 1000), -1);
+  EXPECT_EQ(retry_after_s("-5", 1000), -1);
+  // Sun, 06 Nov 1994 08:49:37 GMT = 784111777
+  EXPECT_EQ(retry_after_s("Sun, 06 Nov 1994 08:49:37 GMT", 784111777 - 30), 30);
+  EXPECT_EQ(retry_after_s("Sun, 06 Nov 1994 08:49:37 GMT", 784111777 + 30), 0);
+}
+
+TEST(Hints, FreshnessFromCacheControlThenExpires) {
+  EXPECT_EQ(freshness_s("max-age=600", "", 0), 600);
+  EXPECT_EQ(freshness_s("public, Max-Age=\"60\", must-revalidate", "", 0), 60);
+  EXPECT_EQ(freshness_s("no-cache, max-age=600", "", 0), 0);
+  EXPECT_EQ(freshness_s("no-store", "Sun, 06 Nov 1994 08:49:37 GMT", 0), 0);
+  EXPECT_EQ(freshness_s("", "Sun, 06 Nov 1994 08:49:37 GMT", 784111777 - 90), 90);
+  EXPECT_EQ(freshness_s("", "0", 100), 0);  // an invalid Expires means already stale
+  EXPECT_EQ(freshness_s("max-age=30", "Sun, 06 Nov 1994 08:49:37 GMT", 0), 30);
+  EXPECT_EQ(freshness_s("private", "", 0), -1);
+  EXPECT_EQ(freshness_s("", "", 0), -1);
+}
+
+TEST(Placement, SharedPlatformsShareOneKey) {
+  const std::vector<std::string> shared = {"github.io", "tumblr.com"};
+  EXPECT_EQ(politeness_key("alice.github.io", shared), "github.io");
+  EXPECT_EQ(politeness_key("bob.github.io", shared), "github.io");
+  EXPECT_EQ(politeness_key("github.io", shared), "github.io");
+  EXPECT_EQ(politeness_key("x.tumblr.com", shared), "tumblr.com");
+  EXPECT_EQ(politeness_key("notgithub.io", shared), "notgithub.io");
+  EXPECT_EQ(politeness_key("www.example.com", shared), "example.com");
+}
+
+}  // namespace
+}  // namespace feedplane::crawler

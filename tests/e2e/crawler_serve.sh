@@ -9,6 +9,9 @@
 #   - new entries reach the store: a first fetch delivers only entries within the recent
 #     window, a feed with 40 new entries arrives whole through writes of at most 32, a new
 #     entry appended later is delivered once;
+#   - publishers' hints: 429 with Retry-After pauses the domain, 410 disables the source, a
+#     301 becomes the stored URL after exactly 3 observations; an unpinned loopback URL is
+#     refused (address_not_allowed) without connecting;
 #   - a restart (on another --shards count) re-delivers nothing and the next fetch of each
 #     feed is conditional (304 in nginx's log and in the source status).
 set -euo pipefail
@@ -67,6 +70,11 @@ http {
   server { listen 127.0.0.1:$nport; server_name feeds.alpha.example; root $tmp/alpha; }
   server { listen 127.0.0.1:$nport; server_name www.beta.example; root $tmp/beta; }
   server { listen 127.0.0.1:$nport; server_name gamma.example; root $tmp/gamma; }
+  server { listen 127.0.0.1:$nport; server_name limited.example;
+           location / { add_header Retry-After 3600 always; return 429; } }
+  server { listen 127.0.0.1:$nport; server_name gone.example; location / { return 410; } }
+  server { listen 127.0.0.1:$nport; server_name moved.example; root $tmp/beta;
+           location = /old { return 301 http://moved.example:$nport/rss; } }
 }
 EOF
 nginx -c "$tmp/nginx.conf" -p "$tmp" >"$tmp/nginx.out" 2>&1 &
@@ -203,6 +211,29 @@ code=$(curl -s -o /dev/null -w '%{http_code}' -H "$auth" "$base/api/sources/$gam
 [ "$code" = 404 ] || fail "a deleted source gave $code"
 code=$(curl -s -o /dev/null -w '%{http_code}' -X DELETE -H "$auth" "$base/api/sources/$gamma")
 [ "$code" = 404 ] || fail "deleting twice gave $code"
+
+# ---- publishers' hints and the address policy ----
+add() { curl -s -X POST -H "$auth" -d "{\"url\": \"$1\"}" "$base/api/sources" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])'; }
+limited=$(add "http://limited.example:$nport/feed")
+gone=$(add "http://gone.example:$nport/feed")
+moved=$(add "http://moved.example:$nport/old")
+private=$(add "http://127.0.0.1:1/feed.xml")  # not pinned: never connected to
+status() { curl -s -H "$auth" "$base/api/sources/$1"; }
+for _ in $(seq 150); do
+  status "$moved" | grep -q "\"url\": \"http://moved.example:$nport/rss\"" && break
+  sleep 0.1
+done
+status "$moved" | grep -q "\"url\": \"http://moved.example:$nport/rss\"" || fail "a 301 seen 3 times was not adopted: $(status "$moved")"
+[ "$(grep -c '^moved.example "GET /old' "$tmp/access.log")" = 3 ] || fail "the 301 was adopted after $(grep -c '^moved.example "GET /old' "$tmp/access.log") observations, not 3"
+status "$limited" | grep -q '"last_error": "http_429"' || fail "429: $(status "$limited")"
+status "$limited" | grep -q 'Retry-After' || fail "429 Retry-After not the reason: $(status "$limited")"
+[ "$(grep -c '^limited.example' "$tmp/access.log")" = 1 ] || fail "a 429 with Retry-After 3600 was fetched again"
+status "$gone" | grep -q '"disabled": "gone (410)"' || fail "410: $(status "$gone")"
+[ "$(grep -c '^gone.example' "$tmp/access.log")" = 1 ] || fail "a 410 source was fetched again"
+status "$private" | grep -q '"last_error": "address_not_allowed"' || fail "private address: $(status "$private")"
+for id in $limited $gone $moved $private; do
+  curl -s -o /dev/null -X DELETE -H "$auth" "$base/api/sources/$id"
+done
 
 # ---- restart on 3 shards: nothing re-delivered, the next fetches conditional ----
 stop
