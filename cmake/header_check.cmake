@@ -39,6 +39,7 @@ set(feedplane_public_headers
   "feedplane_feed:dataplane/feed/include"
   "feedplane_runtime:dataplane/runtime/include"
   "feedplane_store:dataplane/store/include"
+  "feedplane_crawler:dataplane/crawler/include"
   "feedplane_dataplane:dataplane/include"
   "feedplane_workload:bench/workload/include"
   "feedplane_farm:bench/farm/include")

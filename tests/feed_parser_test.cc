@@ -678,3 +678,30 @@ TEST(feed_parse, json_feed_with_wrong_types_everywhere) {
   EXPECT_EQ(e.enclosures[1].length, 0);  // a negative size is no size
   EXPECT_EQ(r.f.entries[1].id, "7");
 }
+
+// Issue 10's ingestion gap: dcterms:issued, dcterms:created and dcterms:date are dates like
+// dc:date (they fill published and updated when absent); dcterms:modified is the update.
+TEST(feed_rss, dcterms_dates) {
+  auto item = [](std::string_view el) {
+    return parse(
+        "<rss version=\"2.0\" xmlns:dcterms=\"http://purl.org/dc/terms/\"><channel>"
+        "<title>T</title><item><title>x</title>" +
+        std::string(el) + "</item></channel></rss>");
+  };
+  for (const char* name : {"issued", "created", "date"}) {
+    const std::string el =
+        std::string("<dcterms:") + name + ">2004-01-01T00:00:00Z</dcterms:" + name + ">";
+    parsed r = item(el);
+    ASSERT_EQ(r.rc, parse_errc::ok) << name;
+    ASSERT_EQ(r.f.entries.size(), 1u);
+    EXPECT_TRUE(r.f.entries[0].has_published) << name;
+    EXPECT_EQ(r.f.entries[0].published, 1072915200) << name;
+    EXPECT_TRUE(r.f.entries[0].has_updated) << name;
+  }
+  parsed r = item(
+      "<dcterms:issued>2004-01-01T00:00:00Z</dcterms:issued>"
+      "<dcterms:modified>2004-01-02T00:00:00Z</dcterms:modified>");
+  ASSERT_EQ(r.f.entries.size(), 1u);
+  EXPECT_EQ(r.f.entries[0].published, 1072915200);
+  EXPECT_EQ(r.f.entries[0].updated, 1072915200 + 86400);
+}

@@ -3,6 +3,7 @@
 // coalescing of concurrent queries. Driven with poll(), as the loop drives it with
 // io_uring poll requests.
 #include "feedplane/net/dns.h"
+#include "feedplane/net/http_client.h"
 
 #include "fake_dns.h"
 
@@ -243,4 +244,38 @@ TEST(Dns, CallbackMayCancelALaterWaiterOfTheSameQuery) {
   d.run(*r);
   EXPECT_EQ(first.calls, 1);
   EXPECT_EQ(second.calls, 0);
+}
+
+// The addresses a crawler may not reach unless pinned (DESIGN.md 9 "Crawling").
+TEST(AddressPolicy, PrivateLoopbackLinkLocalAndMetadata) {
+  auto priv = [](const char* s) {
+    feedplane::net::ip_address a;
+    EXPECT_TRUE(feedplane::net::parse_ip_literal(s, a)) << s;
+    return feedplane::net::is_private_address(a);
+  };
+  for (const char* s : {"127.0.0.1", "127.8.9.10", "10.1.2.3", "172.16.0.1", "172.31.255.255",
+                        "192.168.1.1", "169.254.169.254", "100.64.0.1", "0.0.0.0", "224.0.0.1",
+                        "::1", "::", "fe80::1", "fd00::1", "::ffff:127.0.0.1", "::ffff:10.0.0.1"})
+    EXPECT_TRUE(priv(s)) << s;
+  for (const char* s : {"8.8.8.8", "172.32.0.1", "172.15.255.255", "192.169.0.1", "100.128.0.1",
+                        "93.184.216.34", "2606:4700::1111", "::ffff:8.8.8.8"})
+    EXPECT_FALSE(priv(s)) << s;
+}
+
+TEST(ResolvePin, ParsesLikeCurl) {
+  feedplane::net::resolve_pin p;
+  std::string err;
+  ASSERT_TRUE(feedplane::net::parse_resolve_pin("Feeds.Example.com:443:127.0.0.1", p, &err));
+  EXPECT_EQ(p.host, "feeds.example.com");
+  EXPECT_EQ(p.port, 443);
+  EXPECT_EQ(p.addr.str(), "127.0.0.1");
+  ASSERT_TRUE(feedplane::net::parse_resolve_pin("*:8080:[::1]", p, &err));
+  EXPECT_EQ(p.host, "*");
+  EXPECT_EQ(p.addr.family, AF_INET6);
+  ASSERT_TRUE(feedplane::net::parse_resolve_pin("h:1:::1", p, &err));
+  EXPECT_FALSE(feedplane::net::parse_resolve_pin("h:80", p, &err));
+  EXPECT_FALSE(feedplane::net::parse_resolve_pin("h:0:127.0.0.1", p, &err));
+  EXPECT_FALSE(feedplane::net::parse_resolve_pin("h:65536:127.0.0.1", p, &err));
+  EXPECT_FALSE(feedplane::net::parse_resolve_pin("h:80:not-an-ip", p, &err));
+  EXPECT_FALSE(feedplane::net::parse_resolve_pin(":80:127.0.0.1", p, &err));
 }

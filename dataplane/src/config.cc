@@ -184,6 +184,17 @@ const std::vector<option>& options() {
                   "seen, not delivered"),
       uint_option("crawler.max_in_flight", &config::crawler, &K::max_in_flight, 1, 1'000'000,
                   "fetches in flight per shard"),
+      uint_option("crawler.per_domain_connections", &config::crawler, &K::per_domain_connections, 1,
+                  1024, "fetches in flight at once per registrable domain (or shared platform)"),
+      uint_option("crawler.per_domain_rate", &config::crawler, &K::per_domain_rate, 0, 100'000,
+                  "fetch starts per second per registrable domain (or shared platform); 0 = "
+                  "no rate cap"),
+      string_list_option("crawler.shared_domains", &config::crawler, &K::shared_domains,
+                         check_nonempty,
+                         "multi-tenant platforms whose blogs share one politeness cap"),
+      bool_option("net.allow_private", &config::net, &net_config::allow_private,
+                  "the crawler may connect to loopback, private, link-local and metadata "
+                  "addresses that were not pinned with --resolve"),
       string_list_option("net.resolve", &config::net, &net_config::resolve, check_resolve_pin,
                          "HOST:PORT:ADDR pins as curl's --resolve (HOST may be *); "
                          "--resolve and --resolve-file add more"),
@@ -326,6 +337,7 @@ net::client_options client_options_from(const client_config& c) {
 
 net::client_options client_options_from(const config& c) {
   net::client_options o = client_options_from(c.client);
+  o.allow_private = c.net.allow_private;
   for (const std::string& text : c.net.resolve) {
     net::resolve_pin p;
     if (net::parse_resolve_pin(text, p, nullptr)) o.pins.push_back(std::move(p));

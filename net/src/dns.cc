@@ -15,6 +15,30 @@ std::once_flag g_ares_init;
 
 }  // namespace
 
+bool is_private_address(const ip_address& a) {
+  const uint8_t* b = a.bytes;
+  uint8_t v4[4];
+  if (a.family == AF_INET6) {
+    static constexpr uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    if (std::memcmp(b, mapped, 12) != 0) {
+      static constexpr uint8_t zero[16] = {};
+      if (std::memcmp(b, zero, 15) == 0 && (b[15] == 0 || b[15] == 1)) return true;  // :: ::1
+      if ((b[0] & 0xfe) == 0xfc) return true;                  // fc00::/7 unique local
+      if (b[0] == 0xfe && (b[1] & 0xc0) == 0x80) return true;  // fe80::/10 link-local
+      return b[0] == 0xff;                                     // multicast
+    }
+    std::memcpy(v4, b + 12, 4);
+  } else {
+    std::memcpy(v4, b, 4);
+  }
+  return v4[0] == 0 || v4[0] == 10 || v4[0] == 127 ||  // this network, 10/8, loopback
+         (v4[0] == 100 && (v4[1] & 0xc0) == 64) ||     // 100.64/10 CGNAT
+         (v4[0] == 169 && v4[1] == 254) ||             // link-local, metadata
+         (v4[0] == 172 && (v4[1] & 0xf0) == 16) ||     // 172.16/12
+         (v4[0] == 192 && v4[1] == 168) ||             // 192.168/16
+         v4[0] >= 224;                                 // multicast, reserved
+}
+
 bool parse_ip_literal(const std::string& host, ip_address& out) {
   if (inet_pton(AF_INET, host.c_str(), out.bytes) == 1) {
     out.family = AF_INET;

@@ -18,6 +18,9 @@ constexpr errc_entry k_table[] = {
     {"dns_not_found", "the host name does not exist (NXDOMAIN or no address records)"},
     {"dns_timeout", "the DNS servers did not answer in time"},
     {"dns_failure", "name resolution failed"},
+    {"address_not_allowed",
+     "the host resolved to a loopback, private, link-local or metadata address, which this "
+     "client may not reach unless the name is pinned"},
     {"connect_refused", "the server refused the TCP connection"},
     {"connect_timeout", "the TCP connection was not established within the connect timeout"},
     {"connect_failed", "the TCP connection could not be established"},

@@ -149,6 +149,14 @@ http_client::http_client(loop& l, const client_options& opt) : loop_(l), opt_(op
   for (const resolve_pin& p : opt_.pins) pins_[fmt_pin_key(p.host, p.port)] = p.addr;
 }
 
+bool http_client::addresses_allowed(const std::vector<ip_address>& addrs) const {
+  if (opt_.allow_private) return true;
+  for (const ip_address& a : addrs) {
+    if (is_private_address(a)) return false;
+  }
+  return true;
+}
+
 const ip_address* http_client::pinned(std::string_view host, uint16_t port) const {
   if (pins_.empty()) return nullptr;
   if (auto it = pins_.find(fmt_pin_key(host, port)); it != pins_.end()) return &it->second;
@@ -370,6 +378,7 @@ http_client::conn* http_client::new_conn(host_pool& p, txn* t) {
     c->addrs.assign(1, *pin);
     connect_addr(c);
   } else if (dns_->resolve(p.host, &http_client::on_dns, c, &c->dns_id, &e, &c->addrs)) {
+    if (e == fetch_error::ok && !addresses_allowed(c->addrs)) e = fetch_error::address_not_allowed;
     if (e != fetch_error::ok) {
       conn_failed(c, e, p.host);
     } else {
@@ -392,6 +401,8 @@ void http_client::on_dns(void* ctx, fetch_error e, const std::vector<ip_address>
   auto* c = static_cast<conn*>(ctx);
   if (c->st != conn::state::resolving) return;  // closed meanwhile (cancel() also guards)
   c->dns_id = 0;
+  if (e == fetch_error::ok && !c->client->addresses_allowed(addrs))
+    e = fetch_error::address_not_allowed;
   if (e != fetch_error::ok) {
     c->client->conn_failed(c, e, c->pool ? c->pool->host : std::string());
     return;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <charconv>
 #include <ctime>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -59,6 +60,10 @@ enum class reason : uint8_t {
   restart,
   store_busy,
   credit,
+  politeness,
+  retry_after,
+  publisher_hint,
+  gone,
 };
 constexpr const char* k_reason_text[] = {
     "new source: fetched at once",
@@ -67,6 +72,10 @@ constexpr const char* k_reason_text[] = {
     "schedule resumed after a restart",
     "retry: the previous write to the store is still in flight",
     "more new entries than one write carries: the rest are fetched again at once",
+    "politeness: the domain's rate cap",
+    "the server asked to retry after (429/503 Retry-After)",
+    "the response is fresh until then (Cache-Control max-age / Expires)",
+    "disabled: the feed answered 410 Gone",
 };
 
 int64_t wall_ms() {
@@ -84,6 +93,16 @@ struct source {
   bool durable = false;  // its source record is durable: listed and fetched
   bool writing = false;  // a crawl write is in flight (no fetch starts meanwhile)
   bool fetched = false;  // it has a crawl record: not its first fetch
+  bool slot = false;     // a start slot under its domain's rate cap is reserved for it
+  bool moved = false;    // url changed (a permanent redirect adopted): rewrite its record
+};
+
+// Politeness state of one politeness key (the id's high 32 bits), on its owner shard.
+struct domain_state {
+  uint32_t in_flight = 0;
+  int64_t next_start_ms = 0;     // the rate cap's next free start slot
+  int64_t paused_until_ms = 0;   // Retry-After from one of its hosts
+  std::deque<uint64_t> waiting;  // due sources held back by the concurrency cap, in order
 };
 
 constexpr uint64_t k_starting = ~uint64_t{0};  // fetch_id while client.fetch() runs
@@ -260,7 +279,12 @@ class crawler final : public dataplane::component {
     static_cast<crawler*>(self)->fetched(fetch_id, r);
   }
   void fetched(uint64_t fetch_id, net::fetch_result& r);
-  void fail(source& s, std::string_view error_name, int64_t now);
+  void fail(source& s, std::string_view error_name, int64_t now, int64_t not_before_ms = 0);
+  void release_domain(uint64_t sid);
+  // Schedules the next fetch after a success: the interval, bounded by the response's
+  // freshness (never later than the ceiling).
+  void schedule_after_success(source& s, const net::fetch_result& r, int64_t now);
+  void note_redirects(source& s, const net::fetch_result& r);
   void ingest(source& s, net::fetch_result& r, int64_t now);
   void commit(source& s, std::vector<rt::article_ref> articles);
   void count(outcome o) { fetches_[size_t(o)]->add(); }
@@ -291,7 +315,8 @@ class crawler final : public dataplane::component {
   net::timer tick_;
   int64_t tick_at_ = 0;  // unix ms the tick is armed for (0: not armed)
 
-  std::unordered_map<uint64_t, uint64_t> fetches_in_;  // fetch id -> source id
+  std::unordered_map<uint32_t, domain_state> domains_;  // by politeness key hash
+  std::unordered_map<uint64_t, uint64_t> fetches_in_;   // fetch id -> source id
   source* starting_ = nullptr;  // the source whose client.fetch() call is running
   uint32_t in_flight_ = 0;
   uint32_t writes_pending_ = 0;                       // crawl writes not yet acknowledged
@@ -612,6 +637,14 @@ void crawler::status_on_owner(status_task& t) const {
   } else {
     base::append_json_string(c.last_error, b);
   }
+  b += fmt::format(", \"disabled\": {}, \"moving_to\": ",
+                   (c.flags & crawl_gone) != 0 ? "\"gone (410)\"" : "null");
+  if (c.moved_to.empty()) {
+    b += "null";
+  } else {
+    base::append_json_string(c.moved_to, b);
+  }
+  b += fmt::format(", \"moved_observations\": {}", c.moved_count);
   b += ", \"validators\": {\"etag\": ";
   base::append_json_string(c.etag, b);
   b += ", \"last_modified\": ";
@@ -653,6 +686,7 @@ void crawler::on_streamed(rt::shard&) {
   const int64_t now = wall_ms();
   for (auto& [sid, s] : sources_) {
     if (!s->durable) continue;
+    if ((s->rec.flags & crawl_gone) != 0) continue;
     if (s->fetched) {
       schedule(*s, std::max(now, s->rec.next_fetch_ms), reason::restart);
     } else {
@@ -724,6 +758,31 @@ void crawler::pump() {
       schedule(*s, now + 1000, reason::store_busy);
       continue;
     }
+    if ((s->rec.flags & crawl_gone) != 0) continue;
+    domain_state& d = domains_[uint32_t(sid >> 32)];
+    if (d.paused_until_ms > now) {
+      schedule(*s, d.paused_until_ms, reason::retry_after);
+      continue;
+    }
+    if (cfg_.per_domain_rate != 0 && !s->slot) {
+      // Reserve the domain's next start slot: due sources of one domain queue up in time,
+      // one heap push each, instead of polling.
+      const int64_t gap = std::max<int64_t>(1, 1000 / int64_t(cfg_.per_domain_rate));
+      const int64_t at_slot = std::max(d.next_start_ms, now);
+      d.next_start_ms = at_slot + gap;
+      if (at_slot > now) {
+        s->slot = true;
+        schedule(*s, at_slot, reason::politeness);
+        continue;
+      }
+    }
+    if (d.in_flight >= cfg_.per_domain_connections) {
+      s->slot = true;  // keeps its slot: released in order when a fetch of the domain ends
+      d.waiting.push_back(sid);
+      continue;
+    }
+    s->slot = false;
+    ++d.in_flight;
     start_fetch(*s);
   }
   update_gauges();
@@ -761,6 +820,7 @@ void crawler::fetched(uint64_t fetch_id, net::fetch_result& r) {
     sid = it->second;
     fetches_in_.erase(it);
   }
+  release_domain(sid);
   source* s = find(sid);
   if (s == nullptr) return;  // deleted meanwhile
   s->fetch_id = 0;
@@ -772,6 +832,7 @@ void crawler::fetched(uint64_t fetch_id, net::fetch_result& r) {
   c.last_bytes = r.wire_bytes;
   c.last_new = 0;
   ++c.fetches;
+  note_redirects(*s, r);
   if (r.error != net::fetch_error::ok) {
     fail(*s, net::fetch_error_name(r.error), now);
   } else if (r.status == 304) {
@@ -780,9 +841,28 @@ void crawler::fetched(uint64_t fetch_id, net::fetch_result& r) {
     count(outcome::not_modified);
     const uint32_t before = c.interval_s;
     c.interval_s = adapt_interval(c.interval_s, 0, 0, bounds_);
-    schedule(*s, now + int64_t(c.interval_s) * 1000, reason::adaptive);
+    schedule_after_success(*s, r, now);
     // Nothing new to keep: persist only when the schedule moved (a restart then resumes it).
-    if (c.interval_s != before) commit(*s, {});
+    if (c.interval_s != before || s->moved) commit(*s, {});
+  } else if (r.status == 410) {
+    c.flags |= crawl_gone;
+    c.consecutive_errors = 0;
+    c.last_error = "http_410";
+    c.last_outcome = uint8_t(outcome::error);
+    count(outcome::error);
+    c.next_fetch_ms = 0;
+    c.next_reason = uint8_t(reason::gone);
+    commit(*s, {});
+  } else if (r.status == 429 || r.status == 503) {
+    // The host asks for a pause: honour Retry-After for the whole domain (at most a week).
+    const int64_t ra = retry_after_s(r.retry_after, now / 1000);
+    int64_t until = 0;
+    if (ra > 0) {
+      until = now + std::min<int64_t>(ra, int64_t{7} * 86'400) * 1000;
+      domain_state& d = domains_[uint32_t(s->id >> 32)];
+      d.paused_until_ms = std::max(d.paused_until_ms, until);
+    }
+    fail(*s, fmt::format("http_{}", r.status), now, until);
   } else if (r.status < 200 || r.status > 299) {
     fail(*s, fmt::format("http_{}", r.status), now);
   } else {
@@ -791,17 +871,74 @@ void crawler::fetched(uint64_t fetch_id, net::fetch_result& r) {
   update_gauges();
 }
 
-void crawler::fail(source& s, std::string_view error_name, int64_t now) {
+void crawler::fail(source& s, std::string_view error_name, int64_t now, int64_t not_before_ms) {
   crawl_record& c = s.rec;
   ++c.consecutive_errors;
   c.last_error.assign(error_name);
   c.last_outcome = uint8_t(outcome::error);
   count(outcome::error);
-  schedule(s, now + int64_t(error_backoff(c.consecutive_errors, bounds_)) * 1000,
-           reason::error_backoff);
+  const int64_t at = now + int64_t(error_backoff(c.consecutive_errors, bounds_)) * 1000;
+  if (not_before_ms > at) {
+    schedule(s, not_before_ms, reason::retry_after);
+  } else {
+    schedule(s, at, reason::error_backoff);
+  }
   commit(s, {});
 }
 
+void crawler::release_domain(uint64_t sid) {
+  auto it = domains_.find(uint32_t(sid >> 32));
+  if (it == domains_.end()) return;
+  domain_state& d = it->second;
+  if (d.in_flight > 0) --d.in_flight;
+  // The first waiting source goes back on the schedule, due now (its time is unchanged).
+  while (!d.waiting.empty()) {
+    const uint64_t next = d.waiting.front();
+    d.waiting.pop_front();
+    if (source* w = find(next)) {
+      heap_.emplace(w->rec.next_fetch_ms, next);
+      wake_at(w->rec.next_fetch_ms);
+      break;
+    }
+  }
+}
+
+void crawler::schedule_after_success(source& s, const net::fetch_result& r, int64_t now) {
+  const int64_t at = now + int64_t(s.rec.interval_s) * 1000;
+  const int64_t fresh = freshness_s(r.cache_control, r.expires, now / 1000);
+  const int64_t hint = now + std::min<int64_t>(fresh, bounds_.ceiling_s) * 1000;
+  if (fresh > 0 && hint > at) {
+    schedule(s, hint, reason::publisher_hint);
+  } else {
+    schedule(s, at, reason::adaptive);
+  }
+}
+
+// A 301/308 becomes the stored URL only after 3 consistent observations in a row.
+void crawler::note_redirects(source& s, const net::fetch_result& r) {
+  crawl_record& c = s.rec;
+  const std::string_view to = r.permanent_url();
+  if (to.empty() || to == s.url) {
+    c.moved_to.clear();
+    c.moved_count = 0;
+    return;
+  }
+  if (c.moved_to == to) {
+    ++c.moved_count;
+  } else {
+    c.moved_to.assign(to);
+    c.moved_count = 1;
+  }
+  if (c.moved_count >= 3) {
+    s.url = c.moved_to;
+    s.moved = true;
+    c.moved_to.clear();
+    c.moved_count = 0;
+  }
+}
+
+// Why it is cheap: an unchanged document stops at one hash; otherwise the shard's parser,
+// feed, verdict and key scratch are reused, so a fetch allocates only its articles and record.
 void crawler::ingest(source& s, net::fetch_result& r, int64_t now) {
   crawl_record& c = s.rec;
   const uint64_t old_hash = s.state.document_hash();
@@ -812,7 +949,7 @@ void crawler::ingest(source& s, net::fetch_result& r, int64_t now) {
     c.etag = r.etag;
     c.last_modified = r.last_modified;
     c.interval_s = adapt_interval(c.interval_s, 0, 0, bounds_);
-    schedule(s, now + int64_t(c.interval_s) * 1000, reason::adaptive);
+    schedule_after_success(s, r, now);
     commit(s, {});
     return;
   }
@@ -867,7 +1004,7 @@ void crawler::ingest(source& s, net::fetch_result& r, int64_t now) {
     // The first document says nothing about the rate (everything in it is unseen).
     if (s.fetched)
       c.interval_s = adapt_interval(c.interval_s, fresh, uint32_t(verdicts_.size()), bounds_);
-    schedule(s, now + int64_t(c.interval_s) * 1000, reason::adaptive);
+    schedule_after_success(s, r, now);
   }
   std::vector<rt::article_ref> articles;
   articles.reserve(picks_.size());
@@ -911,6 +1048,12 @@ void crawler::commit(source& s, std::vector<rt::article_ref> articles) {
   out.seen = s.state.seen().snapshot();
   encode(out, value_);
   w->ops.push_back({rt::kind::crawl, false, store_key(s.id), value_});
+  if (s.moved) {
+    s.moved = false;
+    source_record sr{s.url, s.title};
+    encode(sr, value_);
+    w->ops.push_back({rt::kind::sources, false, store_key(s.id), value_});
+  }
   w->articles = std::move(articles);
   s.writing = true;
   ++writes_pending_;
@@ -981,7 +1124,8 @@ void send_changes(net::request_context& ctx, net::http_response& r, pending_chan
   }
 }
 
-bool parse_source_url(std::string_view text, change_item& out, std::string* why) {
+bool parse_source_url(std::string_view text, const dataplane::config& cfg, change_item& out,
+                      std::string* why) {
   net::url u;
   bool unsupported = false;
   if (text.size() > k_max_url) {
@@ -993,7 +1137,7 @@ bool parse_source_url(std::string_view text, change_item& out, std::string* why)
     return false;
   }
   out.url = u.str();
-  out.id = source_id(politeness_key(u.host), out.url);
+  out.id = source_id(politeness_key(u.host, cfg.crawler.shared_domains), out.url);
   return true;
 }
 
@@ -1019,7 +1163,7 @@ void add_source_route(net::request_context& ctx, net::http_response& r,
   if (obj["title"].get_string().get(title) != simdjson::SUCCESS) title = {};
   change_item it;
   std::string why;
-  if (!parse_source_url(url_copy, it, &why)) {
+  if (!parse_source_url(url_copy, cfg, it, &why)) {
     net::set_json_error(r, 400, "invalid_url", why);
     return;
   }
@@ -1048,7 +1192,7 @@ void import_route(net::request_context& ctx, net::http_response& r, const datapl
   items.reserve(doc.feeds.size());
   for (opml_feed& f : doc.feeds) {
     change_item it;
-    if (!parse_source_url(f.url, it, &why)) {
+    if (!parse_source_url(f.url, cfg, it, &why)) {
       p.invalid.push_back(std::move(f.url));
       continue;
     }

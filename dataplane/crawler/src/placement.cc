@@ -6,6 +6,7 @@
 #include <string>
 
 #include "feedplane/base/ascii.h"
+#include "feedplane/net/dns.h"
 
 namespace feedplane::crawler {
 
@@ -19,11 +20,18 @@ const psl_ctx_t* suffixes() {
 }
 }  // namespace
 
-std::string politeness_key(std::string_view host) {
+std::string politeness_key(std::string_view host, const std::vector<std::string>& shared) {
   std::string h;
   h.reserve(host.size());
   for (char c : host) h.push_back(base::ascii_lower(c));
   while (!h.empty() && h.back() == '.') h.pop_back();
+  net::ip_address ip;
+  if (net::parse_ip_literal(h, ip)) return h;
+  for (const std::string& p : shared) {
+    if (h == p || (h.size() > p.size() && h.compare(h.size() - p.size(), p.size(), p) == 0 &&
+                   h[h.size() - p.size() - 1] == '.'))
+      return p;
+  }  // libpsl would cut "127.0.0.1" to "0.1"
   if (const psl_ctx_t* ctx = suffixes()) {
     if (const char* d = psl_registrable_domain(ctx, h.c_str())) return std::string(d);
   }

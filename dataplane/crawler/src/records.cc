@@ -6,7 +6,7 @@ namespace feedplane::crawler {
 
 namespace {
 constexpr uint8_t k_source_version = 1;
-constexpr uint8_t k_crawl_version = 1;
+constexpr uint8_t k_crawl_version = 2;
 
 void put_u8(std::string& o, uint8_t v) { o.push_back(char(v)); }
 void put_u32(std::string& o, uint32_t v) {
@@ -93,6 +93,9 @@ void encode(const crawl_record& r, std::string& out) {
   put_str(out, r.last_error);
   put_u64(out, r.fetches);
   put_u64(out, r.articles);
+  put_u8(out, r.flags);
+  put_str(out, r.moved_to);
+  put_u32(out, r.moved_count);
   put_u32(out, uint32_t(r.seen.size()));
   for (const auto& [id, content] : r.seen) {
     put_u64(out, id);
@@ -118,6 +121,9 @@ bool decode(std::string_view in, crawl_record& r) {
   r.last_error = rd.str();
   r.fetches = rd.u64();
   r.articles = rd.u64();
+  r.flags = rd.u8();
+  r.moved_to = rd.str();
+  r.moved_count = rd.u32();
   const uint32_t n = rd.u32();
   if (rd.bad || rd.in.size() != size_t(n) * 16) return false;
   r.seen.clear();

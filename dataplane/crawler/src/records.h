@@ -17,6 +17,10 @@ struct source_record {
   std::string title;
 };
 
+enum crawl_flag : uint8_t {
+  crawl_gone = 1,  // answered 410 Gone: never fetched again
+};
+
 // kind::crawl: what fetching learnt, written with the articles it produced (one write).
 struct crawl_record {
   std::string etag, last_modified;  // validators for the next conditional GET
@@ -33,6 +37,9 @@ struct crawl_record {
   std::string last_error;
   uint64_t fetches = 0;
   uint64_t articles = 0;
+  uint8_t flags = 0;     // crawl_flag bits
+  std::string moved_to;  // a permanent redirect's target seen moved_count times in a row
+  uint32_t moved_count = 0;
   std::vector<std::pair<uint64_t, uint64_t>> seen;  // seen_set::snapshot(), oldest first
 };
 

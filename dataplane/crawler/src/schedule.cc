@@ -1,6 +1,10 @@
 #include "feedplane/crawler/schedule.h"
 
 #include <algorithm>
+#include <charconv>
+
+#include "feedplane/base/ascii.h"
+#include "feedplane/net/http_request.h"
 
 namespace feedplane::crawler {
 
@@ -28,6 +32,58 @@ uint32_t error_backoff(uint32_t consecutive_errors, const interval_bounds& b) {
   const uint32_t shift =
       std::min<uint32_t>(consecutive_errors == 0 ? 0 : consecutive_errors - 1, 30);
   return clamp(uint64_t(std::max<uint32_t>(1, b.floor_s)) << shift, b);
+}
+
+namespace {
+// A non-negative decimal filling all of s; false otherwise.
+bool parse_seconds(std::string_view s, int64_t* out) {
+  if (s.empty()) return false;
+  int64_t v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec == std::errc::result_out_of_range) {
+    *out = INT64_MAX / 2;
+    return true;
+  }
+  if (ec != std::errc() || end != s.data() + s.size() || v < 0) return false;
+  *out = v;
+  return true;
+}
+}  // namespace
+
+int64_t retry_after_s(std::string_view value, int64_t now_s) {
+  value = base::ascii_trim(value);
+  if (value.empty()) return -1;
+  int64_t v = 0;
+  if (parse_seconds(value, &v)) return v;
+  const int64_t t = net::parse_http_date(value);
+  if (t < 0) return -1;
+  return std::max<int64_t>(0, t - now_s);
+}
+
+int64_t freshness_s(std::string_view cache_control, std::string_view expires, int64_t now_s) {
+  // Cache-Control: comma-separated directives, case-insensitive names.
+  int64_t max_age = -1;
+  bool no_cache = false;
+  std::string_view cc = cache_control;
+  while (!cc.empty()) {
+    const size_t comma = cc.find(',');
+    std::string_view d = base::ascii_trim(cc.substr(0, comma));
+    cc = comma == std::string_view::npos ? std::string_view() : cc.substr(comma + 1);
+    if (base::ascii_iequals(d, "no-cache") || base::ascii_iequals(d, "no-store")) {
+      no_cache = true;
+    } else if (base::ascii_istarts_with(d, "max-age=")) {
+      std::string_view v = d.substr(8);
+      if (v.size() >= 2 && v.front() == '"' && v.back() == '"') v = v.substr(1, v.size() - 2);
+      int64_t n = 0;
+      if (parse_seconds(v, &n)) max_age = n;
+    }
+  }
+  if (no_cache) return 0;
+  if (max_age >= 0) return max_age;
+  expires = base::ascii_trim(expires);
+  if (expires.empty()) return -1;
+  const int64_t t = net::parse_http_date(expires);
+  return t < 0 ? 0 : std::max<int64_t>(0, t - now_s);
 }
 
 }  // namespace feedplane::crawler

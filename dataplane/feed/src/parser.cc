@@ -720,7 +720,11 @@ void parser::impl::rss_item(pugi::xml_node it, bool rdf) {
       }
     } else if (n == ns::dcterms) {
       if (l == "modified") date(c, &e.updated, &e.has_updated);
-      if (l == "created" && !e.has_published) date(c, &e.published, &e.has_published);
+      // dcterms:issued/created/date are dates like dc:date: they stand in for both when absent.
+      if (l == "issued" || l == "created" || l == "date") {
+        if (!e.has_published) date(c, &e.published, &e.has_published);
+        if (!e.has_updated) date(c, &e.updated, &e.has_updated);
+      }
     } else if (n == ns::atom10 || n == ns::atom03) {
       if (l == "link") {
         atom_link(c, have_link ? nullptr : &e.link, &e, false);

@@ -41,12 +41,20 @@ struct crawler_config {
   uint32_t max_interval_s = 86'400;   // its ceiling
   uint32_t recent_window_s = 86'400;  // first fetch: older entries are seen, not new
   uint32_t max_in_flight = 4096;      // fetches in flight per shard
+  // Politeness per politeness key (registrable domain or shared platform).
+  uint32_t per_domain_connections = 2;  // fetches in flight at once
+  uint32_t per_domain_rate = 4;         // fetch starts per second; 0 = no rate cap
+  std::vector<std::string> shared_domains = {"tumblr.com", "wordpress.com", "blogspot.com",
+                                             "github.io", "bearblog.dev"};
 };
 
 struct net_config {
   // "HOST:PORT:ADDR" pins (curl's --resolve; HOST may be "*"). --resolve and
   // --resolve-file add to them.
   std::vector<std::string> resolve;
+  // Let the crawler connect to loopback, private, link-local and metadata addresses that
+  // were not pinned with --resolve (off: a source URL must not reach into the host's network).
+  bool allow_private = false;
 };
 
 struct reflector_config {

@@ -33,6 +33,11 @@ struct ip_address {
   friend bool operator==(const ip_address& a, const ip_address& b);
 };
 
+// True for an address a crawler must not reach on a user's say-so: loopback, private
+// (10/8, 172.16/12, 192.168/16, 100.64/10 CGNAT, fc00::/7), link-local (169.254/16 with the
+// cloud metadata address, fe80::/10), unspecified, multicast, and IPv4-mapped forms of these.
+bool is_private_address(const ip_address& a);
+
 // True when host is an IPv4 or IPv6 literal (no brackets); fills out.
 bool parse_ip_literal(const std::string& host, ip_address& out);
 

@@ -19,6 +19,7 @@ enum class fetch_error : uint8_t {
   dns_not_found,
   dns_timeout,
   dns_failure,
+  address_not_allowed,  // the name resolved to a private/loopback/link-local address
   // connection
   connect_refused,
   connect_timeout,

@@ -54,6 +54,10 @@ struct client_options {
   std::string ca_file;  // empty: the system CA store
   dns_options dns;
   std::vector<resolve_pin> pins;  // checked before DNS; a later pin of a name wins
+  // false: a name that resolves (or an IP literal URL that is) loopback, private,
+  // link-local or metadata fails with address_not_allowed, checked on every connection,
+  // so after every redirect too. Pinned names are exempt: the pin is the operator's word.
+  bool allow_private = true;
 };
 
 struct fetch_request {
@@ -178,6 +182,7 @@ class http_client {
   void close_conn(conn* c);
   void maybe_free(conn* c);
   static void on_dns(void* ctx, fetch_error e, const std::vector<ip_address>& addrs);
+  bool addresses_allowed(const std::vector<ip_address>& addrs) const;
   static void on_conn_timeout(void* ctx);
   static void on_idle_timeout(void* ctx);
   void on_connect_cqe(conn* c, const completion& cq);

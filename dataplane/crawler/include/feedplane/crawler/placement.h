@@ -8,12 +8,15 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace feedplane::crawler {
 
 // The registrable domain of host ("news.bbc.co.uk" -> "bbc.co.uk"), lower-case; the host
-// itself when it has none (an IP literal, "localhost", a bare public suffix).
-std::string politeness_key(std::string_view host);
+// itself when it has none (an IP literal, "localhost", a bare public suffix). A host under
+// one of the `shared` platforms (crawler.shared_domains: "github.io", "tumblr.com"...) gets
+// the platform as its key, so one cap covers every blog the platform serves.
+std::string politeness_key(std::string_view host, const std::vector<std::string>& shared = {});
 
 // The id a URL (canonical form) gets under its politeness key: hash(key) in the high 32
 // bits, hash(url) in the low 32. On a collision with another URL the owner probes the low

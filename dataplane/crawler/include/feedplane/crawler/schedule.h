@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 
 namespace feedplane::crawler {
 
@@ -27,5 +28,16 @@ uint32_t adapt_interval(uint32_t current_s, uint32_t fresh, uint32_t total,
 // The delay before retrying a feed after its n-th consecutive error (n >= 1): the floor
 // doubled per error, at most the ceiling (and never shorter than the floor).
 uint32_t error_backoff(uint32_t consecutive_errors, const interval_bounds& b);
+
+// ---- publishers' hints ----
+
+// The wait a Retry-After value asks for, in seconds from now_s (delta-seconds or an HTTP
+// date; a date in the past is 0), or -1 when absent or unreadable.
+int64_t retry_after_s(std::string_view value, int64_t now_s);
+
+// How long a response stays fresh, in seconds: Cache-Control max-age, else Expires minus
+// now_s (an unreadable or past Expires is 0); no-cache, no-store and must-revalidate with
+// max-age=0 are 0; -1 when the response gives neither.
+int64_t freshness_s(std::string_view cache_control, std::string_view expires, int64_t now_s);
 
 }  // namespace feedplane::crawler
