@@ -28,12 +28,19 @@ bool read_truth(const std::string& path, std::vector<truth_entry>& out, std::str
   simdjson::ondemand::parser p;
   std::string line;
   size_t n = 0;
+  std::unordered_map<uint64_t, uint64_t> keep;  // feed id -> entries its document holds
+  struct pos {
+    uint64_t feed, seq;
+    size_t index;
+  };
+  std::vector<pos> positions;
   while (std::getline(in, line)) {
     ++n;
     if (line.empty()) continue;
     simdjson::padded_string ps(line);
     truth_entry e;
-    bool is_entry = false;
+    bool is_entry = false, is_feed = false;
+    uint64_t feed_id = 0, seq = 0, feed_keep = 0;
     auto doc = p.iterate(ps);
     simdjson::ondemand::object o;
     if (doc.get_object().get(o) != simdjson::SUCCESS) {
@@ -46,7 +53,15 @@ bool read_truth(const std::string& path, std::vector<truth_entry>& out, std::str
       auto v = field.value();
       std::string_view s;
       if (key == "kind") {
-        is_entry = v.get_string().get(s) == simdjson::SUCCESS && s == "entry";
+        const bool ok = v.get_string().get(s) == simdjson::SUCCESS;
+        is_entry = ok && s == "entry";
+        is_feed = ok && s == "feed";
+      } else if (key == "feed") {
+        if (v.get_uint64().get(feed_id) != simdjson::SUCCESS) feed_id = 0;
+      } else if (key == "seq") {
+        if (v.get_uint64().get(seq) != simdjson::SUCCESS) seq = 0;
+      } else if (key == "keep") {
+        if (v.get_uint64().get(feed_keep) != simdjson::SUCCESS) feed_keep = 0;
       } else if (key == "url") {
         if (v.get_string().get(s) == simdjson::SUCCESS) e.feed = s;
       } else if (key == "guid") {
@@ -65,33 +80,53 @@ bool read_truth(const std::string& path, std::vector<truth_entry>& out, std::str
         if (v.get_bool().get(b) == simdjson::SUCCESS) e.initial = b;
       }
     }
+    if (is_feed) keep[feed_id] = feed_keep;
     if (!is_entry) continue;  // the farm's header, feed and start lines
+    positions.push_back({feed_id, seq, out.size()});
     if (e.guid.empty() && e.link.empty()) {
       *error = fmt::format("{}:{}: an entry without guid and link", path, n);
       return false;
     }
     out.push_back(std::move(e));
   }
+  // Eviction: entry seq of a feed that keeps K leaves the document when seq + K appears.
+  std::unordered_map<uint64_t, std::unordered_map<uint64_t, size_t>> by_feed;
+  for (const pos& q : positions) by_feed[q.feed][q.seq] = q.index;
+  for (const pos& q : positions) {
+    const auto k = keep.find(q.feed);
+    if (k == keep.end() || k->second == 0) continue;
+    const auto& f = by_feed[q.feed];
+    const auto later = f.find(q.seq + k->second);
+    if (later != f.end()) out[q.index].evicted = out[later->second].published;
+  }
   return true;
 }
 
 delivery_result check_delivery(const std::vector<truth_entry>& truth,
                                const std::vector<checked_subscription>& subs,
-                               const std::unordered_map<std::string, uint64_t>& known_seq) {
+                               const std::unordered_map<std::string, uint64_t>& known_seq,
+                               double grace) {
   // Published entries (never the initial backlog), their documents, and their index by the
   // identity the reflector serves (guid, else link).
   ref_vocab vocab;
   std::vector<const truth_entry*> entries;
   std::vector<ref_doc> docs;
   std::unordered_map<std::string, uint32_t> by_id;
+  uint64_t missed_at_source = 0;
   for (const auto& e : truth) {
     if (e.initial) continue;
+    const std::string& id = e.guid.empty() ? e.link : e.guid;
+    if (known_seq.count(id) == 0 && e.evicted - e.published <= grace) {
+      ++missed_at_source;
+      continue;
+    }
     by_id.emplace(e.guid.empty() ? e.link : e.guid, uint32_t(entries.size()));
     entries.push_back(&e);
     docs.push_back(ref_doc::make(vocab, e.title, e.text));
   }
 
   delivery_result total;
+  total.missed_at_source = missed_at_source;
   std::mutex mu;
   std::atomic<size_t> next{0};  // relaxed: only hands out distinct indices
   auto work = [&] {

@@ -27,6 +27,9 @@ struct truth_entry {
   std::string feed, guid, link, title, text;
   double published = 0;  // unix seconds
   bool initial = false;  // in the feed before publishing started: never expected
+  // When the entry left its feed's document (the feed's keep-th later entry was
+  // published); infinity while it is still there.
+  double evicted = 1e300;
 };
 
 struct served_item {
@@ -45,6 +48,7 @@ struct delivery_result {
   uint64_t expected = 0, delivered = 0, pushed_out = 0, unexplained = 0, duplicates = 0;
   uint64_t false_items = 0;           // served items that are no true match (also in unexplained)
   uint64_t bad_queries = 0;           // queries the reference could not parse
+  uint64_t missed_at_source = 0;      // entries that left their feed before a crawl could see them
   uint64_t subscriptions = 0;         // checked
   std::vector<std::string> examples;  // a few explained failures, for the report
   bool ok() const {
@@ -59,8 +63,13 @@ struct delivery_result {
 // line.
 bool read_truth(const std::string& path, std::vector<truth_entry>& out, std::string* error);
 
+// Entries that feedplane never sequenced and that left their feed within `grace` seconds
+// of being published (a crawler fetching at its ceiling interval could miss them: Cobra's
+// "missed entries") are not expected; they are counted in missed_at_source. Any other
+// entry that was never sequenced is unexplained.
 delivery_result check_delivery(const std::vector<truth_entry>& truth,
                                const std::vector<checked_subscription>& subs,
-                               const std::unordered_map<std::string, uint64_t>& known_seq);
+                               const std::unordered_map<std::string, uint64_t>& known_seq,
+                               double grace = 0);
 
 }  // namespace feedplane::load
