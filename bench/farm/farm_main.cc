@@ -500,9 +500,7 @@ int run(const flags& fl) {
   return 0;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int cli_main(int argc, char** argv) {
   CLI::App app{
       "feedplane-farm: a synthetic feed farm on loopback for feedplane's load harness: N feeds "
       "under many host names, shaped like the small web, publishing on a simulated clock, "
@@ -539,10 +537,19 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
+  return run(fl);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
   try {
-    return run(fl);
+    return cli_main(argc, argv);
   } catch (const std::exception& e) {
+    // Start-up may throw (allocation, a missing vocabulary): say what and exit non-zero.
     std::fprintf(stderr, "farm: %s\n", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "farm: unknown exception\n");
   }
   return 1;
 }
