@@ -104,14 +104,25 @@ struct farm_server {
   net::http_response slow_resp;
   std::string slow_etag;
 
-  // Fills r with feed i's document and validators.
-  void serve(uint32_t i, net::http_response& r, std::string& etag_store) {
-    fm->render(i, r.storage);
-    r.body = r.storage;
+  // Fills r with feed i's document and validators for request `req` (null: a deferred
+  // answer, whose request is gone; the server still decides 304 from what it copied).
+  void serve(uint32_t i, const net::http_request* req, net::http_response& r,
+             std::string& etag_store) {
     r.content_type = farm::content_type(fm->info(i).format);
     etag_store = fm->etag(i);
     r.etag = etag_store;
     r.last_modified = fm->last_modified(i);
+    // Most crawler fetches revalidate an unchanged feed: the server will answer 304, so
+    // skip rendering. The placeholder (no feed is shorter) keeps the 304's Vary and weak
+    // ETag what they would be with the document.
+    if (req != nullptr &&
+        net::not_modified(req->if_none_match, req->if_modified_since, r.etag, r.last_modified)) {
+      static const std::string placeholder(1024, ' ');
+      r.body = placeholder;
+      return;
+    }
+    fm->render(i, r.storage);
+    r.body = r.storage;
   }
 
   static void on_slow(void* self) {
@@ -121,7 +132,7 @@ struct farm_server {
       late l = s->slow.front();
       s->slow.pop_front();
       s->slow_resp.clear();
-      s->serve(l.feed, s->slow_resp, s->slow_etag);
+      s->serve(l.feed, nullptr, s->slow_resp, s->slow_etag);
       l.later.complete(s->slow_resp);  // false when the client left: nothing to do
     }
     if (!s->slow.empty()) s->loop->arm(s->slow_timer, s->slow.front().due_ms - now);
@@ -340,7 +351,7 @@ void add_routes(net::router& routes) {
       return;
     }
     const auto i = static_cast<uint32_t>(id);
-    if (!s.misbehave(c, r, i, 0)) s.serve(i, r, s.etag);
+    if (!s.misbehave(c, r, i, 0)) s.serve(i, &c.request(), r, s.etag);
   });
   // The hops of a redirect chain: /moved/ID/K.EXT, K = 1..redirects (the last serves).
   routes.add("GET", "/moved/{id}/{file}", [](net::request_context& c, net::http_response& r) {
@@ -363,7 +374,7 @@ void add_routes(net::router& routes) {
       return;
     }
     const auto i = static_cast<uint32_t>(id);
-    if (!s.misbehave(c, r, i, hop)) s.serve(i, r, s.etag);
+    if (!s.misbehave(c, r, i, hop)) s.serve(i, &c.request(), r, s.etag);
   });
   routes.add("POST", "/_farm/start", [](net::request_context& c, net::http_response& r) {
     auto& s = c.context_as<farm_server>();
