@@ -748,6 +748,57 @@ TEST(store, a_newer_format_version_is_refused_with_a_clear_error) {
   EXPECT_NE(err.find("format version 99, newer than this binary's (1)"), std::string::npos) << err;
 }
 
+TEST(store, a_replayed_article_under_another_sequence_fails_the_store) {
+  temp_dir d;
+  {
+    auto shards = make_stand_ins(1);
+    auto store = open_store(d.path, ports_of(shards));
+    ASSERT_NE(store, nullptr);
+    crew c;
+    c.consume(*shards[0]);
+    store->start();
+    ASSERT_TRUE(wait_for([&] { return shards[0]->streamed_flag.load(); }));
+    std::vector<std::unique_ptr<test_write>> ws;
+    ws.push_back(shards[0]->make_write(1, "k1", "v", 1));
+    push_all(*store, *shards[0], std::move(ws));
+    ASSERT_TRUE(wait_for([&] { return shards[0]->acked_ok.load() == 1; }));
+    store->stop();
+    c.finish();
+  }
+  {
+    // Article 1's record copied under key 2: a replay must not apply it as article 2.
+    std::vector<std::string> names;
+    rocksdb::Options o;
+    ASSERT_TRUE(rocksdb::DB::ListColumnFamilies(o, d.path, &names).ok());
+    std::vector<rocksdb::ColumnFamilyDescriptor> descs;
+    for (auto& name : names) descs.emplace_back(name, rocksdb::ColumnFamilyOptions());
+    std::vector<rocksdb::ColumnFamilyHandle*> hs;
+    rocksdb::DB* db = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(o, d.path, descs, &hs, &db).ok());
+    size_t articles = 0;
+    for (size_t i = 0; i < names.size(); ++i)
+      if (names[i] == "articles") articles = i;
+    std::string rec;
+    ASSERT_TRUE(db->Get(rocksdb::ReadOptions(), hs[articles], be64(1), &rec).ok());
+    ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), hs[articles], be64(2), rec).ok());
+    for (auto* h : hs) db->DestroyColumnFamilyHandle(h).PermitUncheckedError();
+    delete db;
+  }
+  auto shards = make_stand_ins(1);
+  auto store = open_store(d.path, ports_of(shards), nullptr, 1);
+  ASSERT_NE(store, nullptr);
+  crew c;
+  c.consume(*shards[0]);
+  store->start();
+  ASSERT_TRUE(wait_for([&] { return store->failed_reason() != nullptr; }));
+  EXPECT_NE(std::string(store->failed_reason()).find("under key 2 holds sequence 1"),
+            std::string::npos)
+      << store->failed_reason();
+  store->stop();
+  c.finish();
+  EXPECT_EQ(shards[0]->seqs.size(), 1u) << "only article 1 is applied";
+}
+
 // ---- SIGKILL between batch and ack ----
 
 // The child: writes continuously from two stand-in shards and reports each acknowledged

@@ -10,6 +10,7 @@
 //   (raw port)          reset and endless hosts: one request read, then an RST, or a
 //                       chunked 200 that sends a chunk a second for ever
 //   POST /_farm/start   starts publishing (with --start-paused); idempotent
+//   POST /_farm/stop    stops publishing for good (the load driver's final check); idempotent
 //   GET  /_farm/stats   {"feeds", "hosts", "initial_entries", "published", "publishing",
 //                        "speed", "sim_time", "requests", "not_modified", "not_found"}
 //
@@ -171,6 +172,7 @@ struct farm_server {
     ++misbehaved;
     return true;
   }
+  bool stopped = false;  // POST /_farm/stop: nothing more is published (for a final check)
 
   void start_publishing() {
     if (fm->started()) return;
@@ -190,8 +192,15 @@ struct farm_server {
     loop->arm(publish_timer, static_cast<uint64_t>(ms));
   }
 
+  void stop_publishing() {
+    if (stopped) return;
+    stopped = true;
+    loop->disarm(publish_timer);
+  }
+
   static void on_timer(void* self) {
     auto* s = static_cast<farm_server*>(self);
+    if (s->stopped) return;
     s->fm->publish_due(wall_now(), [s](const farm::entry& e) {
       if (s->truth->is_open()) s->truth->write_entry(*s->fm, e);
     });
@@ -381,6 +390,12 @@ void add_routes(net::router& routes) {
     s.start_publishing();
     r.content_type = "application/json";
     r.set_body(fmt::format("{{\"publishing\":true,\"speed\":{:g}}}\n", s.fm->speed()));
+  });
+  routes.add("POST", "/_farm/stop", [](net::request_context& c, net::http_response& r) {
+    auto& s = c.context_as<farm_server>();
+    s.stop_publishing();
+    r.content_type = "application/json";
+    r.set_body(fmt::format("{{\"publishing\":false,\"published\":{}}}\n", s.fm->published()));
   });
   routes.add("GET", "/_farm/stats", [](net::request_context& c, net::http_response& r) {
     auto& s = c.context_as<farm_server>();

@@ -9,6 +9,7 @@
 //   GET /api/shards/{n}  one shard's own figures, answered by shard n (a cross-shard
 //                 request: the connection's shard defers, shard n answers, the answer
 //                 comes back on the ring)
+//   GET /api/articles?after=SEQ&limit=N  the sequenced articles (admin token), in order
 //   GET /static/*  files in DIR/public/, read once at start-up
 #include <fmt/format.h>
 #include <pthread.h>
@@ -23,6 +24,7 @@
 #include <cerrno>
 #include <charconv>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -30,10 +32,16 @@
 #include <vector>
 
 #include "commands.h"
+#include "feedplane/base/json.h"
+#include "feedplane/crawler/crawler.h"
+#include "feedplane/dataplane/auth.h"
+#include "feedplane/dataplane/component.h"
 #include "feedplane/dataplane/config.h"
+#include "feedplane/net/http_client.h"
 #include "feedplane/net/http_server.h"
 #include "feedplane/net/http_static.h"
 #include "feedplane/net/loop.h"
+#include "feedplane/reflector/reflector.h"
 #include "feedplane/runtime/article.h"
 #include "feedplane/runtime/shard.h"
 #include "feedplane/store/store.h"
@@ -44,21 +52,54 @@ namespace {
 
 struct serve_flags {
   std::string config_path;
+  std::string admin_token;
   std::string listen;
   std::string data;
   uint32_t shards = 0;
   bool shards_set = false;
   bool no_pin = false;
+  std::vector<std::string> resolve;
+  std::string resolve_file;
 };
 
-// What every shard's handlers reach through the server's context pointer. The shard's
-// own objects (runtime::shard, the server) are used on its thread only; `store` is read
-// through its thread-safe accessors.
-struct shard_context {
-  runtime::shard* rt = nullptr;
-  net::http_server* srv = nullptr;
-  store::store* db = nullptr;
-  runtime::counter* requests_deferred = nullptr;
+using shard_context = shard_services;
+
+// The components every shard runs, in component_id order (component.h).
+const std::vector<const component_def*>& components() {
+  static const std::vector<const component_def*> all = {&crawler::def, &reflector::component()};
+  return all;
+}
+
+// Delivers what the store sends a shard to its components: articles and the end of
+// streaming to all, a start-up record to the component that owns its kind.
+class listener_mux final : public runtime::shard_listener {
+ public:
+  explicit listener_mux(shard_services& s) : s_(s) {}
+  void on_article(runtime::shard& sh, const runtime::article_ref& a) override {
+    for (component* c : s_.parts) {
+      if (c != nullptr) c->on_article(sh, a);
+    }
+  }
+  void on_record(runtime::shard& sh, runtime::kind k, std::string_view key,
+                 std::string_view value) override {
+    if (component* c = owner_of_kind(k)) c->on_record(sh, k, key, value);
+  }
+  void on_streamed(runtime::shard& sh) override {
+    for (component* c : s_.parts) {
+      if (c != nullptr) c->on_streamed(sh);
+    }
+  }
+
+ private:
+  component* owner_of_kind(runtime::kind k) const {
+    for (const component_def* d : components()) {
+      for (runtime::kind owned : d->kinds) {
+        if (owned == k) return s_.parts[size_t(d->id)];
+      }
+    }
+    return nullptr;
+  }
+  shard_services& s_;
 };
 
 // One shard's thread and what main needs to reach it.
@@ -285,6 +326,63 @@ void shard_info_route(net::request_context& ctx, net::http_response& r) {
   c.rt->send(n, tp);
 }
 
+// ---- /api/articles?after=SEQ&limit=N: the sequenced article log (admin) ----
+// What an operator (and the load harness's delivery check) reads to see which entries
+// feedplane sequenced and when: one object per article, in sequence order. Read from the
+// store on the connection's shard (RocksDB reads are thread-safe); the limit bounds the
+// work per request.
+
+bool parse_u64(std::string_view s, uint64_t* v) {
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *v);
+  return !s.empty() && ec == std::errc() && end == s.data() + s.size();
+}
+
+void articles_route(net::request_context& ctx, net::http_response& r) {
+  auto& c = ctx.context_as<shard_context>();
+  if (!require_admin(ctx, *c.cfg, r)) return;
+  uint64_t after = 0, limit = 1000;
+  const std::string_view a = ctx.query().get("after", "0");
+  const std::string_view l = ctx.query().get("limit", "1000");
+  if (!parse_u64(a, &after)) {
+    net::set_json_error(r, 400, "invalid_query", "after: a sequence number");
+    return;
+  }
+  if (!parse_u64(l, &limit) || limit == 0 || limit > 10'000) {
+    net::set_json_error(r, 400, "invalid_query", "limit: 1..10000");
+    return;
+  }
+  // Relaxed: a gauge; an article below it is durable (sequenced after its group's sync).
+  const uint64_t next = c.db->stats().next_seq.load(std::memory_order_relaxed);
+  std::string& out = r.storage;
+  out = "{\"articles\": [";
+  std::string err;
+  uint64_t seq = after + 1, n = 0;
+  for (; seq < next && n < limit; ++seq, ++n) {
+    runtime::article_ref art = c.db->read_article(seq, &err);
+    if (!art) {
+      net::set_json_error(r, 500, "store_read_failed",
+                          fmt::format("article {}: {}", seq, err.empty() ? "absent" : err));
+      return;
+    }
+    out += n == 0 ? "\n" : ",\n";
+    fmt::format_to(std::back_inserter(out), "{{\"seq\": {}, \"guid\": ", seq);
+    base::append_json_string(art->guid(), out);
+    out += ", \"link\": ";
+    base::append_json_string(art->link(), out);
+    out += ", \"source\": ";
+    base::append_json_string(art->source_url(), out);
+    fmt::format_to(std::back_inserter(out),
+                   ", \"source_id\": {}, \"published\": {}, \"fetched\": {}, \"replaces\": {}}}",
+                   art->meta().source_id, art->meta().published, art->meta().fetched,
+                   art->meta().replaces);
+  }
+  fmt::format_to(std::back_inserter(out), "\n], \"next_after\": {}, \"sequenced\": {}}}\n", seq - 1,
+                 next - 1);
+  r.body = out;
+  r.content_type = "application/json";
+  r.cache_control = "no-store";
+}
+
 // ---- the shard thread ----
 
 void run_shard(shard_thread& s, const config& cfg, const net::router& routes, runtime::mesh& m,
@@ -314,11 +412,28 @@ void run_shard(shard_thread& s, const config& cfg, const net::router& routes, ru
     shard_context ctx;
     ctx.rt = &rt;
     ctx.db = &db;
+    ctx.cfg = &cfg;
     ctx.requests_deferred = &rt.metrics().add_counter(
         "feedplane_http_deferred_total", "Requests answered later (by another shard or the store)");
+    std::unique_ptr<net::http_client> client =
+        net::http_client::create(*l, client_options_from(cfg), &err);
+    if (!client) {
+      s.error = fmt::format("shard {}: HTTP client: {}", s.index, err);
+      close(s.listen_fd);
+      s.state.store(-1, std::memory_order_release);
+      return;
+    }
+    ctx.client = client.get();
     net::http_server srv(*l, routes, server_options_from(cfg.server), &ctx);
     ctx.srv = &srv;
     rt.set_context(&ctx);
+    std::vector<std::unique_ptr<component>> parts;
+    for (const component_def* d : components()) {
+      parts.push_back(d->create(ctx));
+      ctx.parts[size_t(d->id)] = parts.back().get();
+    }
+    listener_mux mux(ctx);
+    rt.set_listener(&mux);
     if (!srv.start(s.listen_fd)) {
       s.error = fmt::format("shard {}: cannot start accepting", s.index);
       close(s.listen_fd);
@@ -338,15 +453,27 @@ void run_shard(shard_thread& s, const config& cfg, const net::router& routes, ru
     }
     // Publish what the last turn's completions staged (writes, tasks): the store still runs.
     rt.turn();
-    // Close connections and wait (bounded, 2 s by the clock, not by a count of turns) until
-    // each has seen its operations' last completions and was released: a send the kernel
-    // still holds must not outlive its buffer.
+    // Components start nothing new; fetches are cancelled; connections close. Then wait
+    // (bounded, 2 s by the clock, not by a count of turns) until each has seen its
+    // operations' last completions and was released: a buffer the kernel still holds must
+    // not be freed.
+    for (auto& p : parts) p->stop();
+    client->shutdown();
     srv.shutdown();
+    auto busy = [&] {
+      if (srv.stats().open > 0 || !client->quiescent()) return true;
+      for (auto& p : parts) {
+        if (!p->quiescent()) return true;
+      }
+      return false;
+    };
     const uint64_t deadline = l->refresh_now() + 2000;
-    while (srv.stats().open > 0 && l->refresh_now() < deadline) {
+    while (busy() && l->refresh_now() < deadline) {
       if (l->run_once(false) == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     rt.turn();
+    rt.set_listener(nullptr);
+    while (!parts.empty()) parts.pop_back();  // reverse order of creation
     const net::loop_stats& ls = l->stats();
     fmt::print(stderr,
                "feedplane: shard {}: {} requests, {} connections; {} completions in {} waits "
@@ -378,6 +505,13 @@ int run_serve(const serve_flags& f) {
   if (!f.listen.empty()) cfg.server.listen = f.listen;
   if (!f.data.empty()) cfg.server.data_dir = f.data;
   if (f.shards_set) cfg.server.shards = f.shards;
+  if (const char* t = std::getenv("FEEDPLANE_ADMIN_TOKEN"); t != nullptr && *t != 0)
+    cfg.api.admin_token = t;
+  if (!f.admin_token.empty()) cfg.api.admin_token = f.admin_token;
+  if (auto e = add_resolve_pins(cfg, f.resolve, f.resolve_file); !e.empty()) {
+    fmt::print(stderr, "feedplane: {}\n", e);
+    return 2;
+  }
 
   std::vector<int> cpus;
   {
@@ -410,12 +544,20 @@ int run_serve(const serve_flags& f) {
   std::vector<store::store_port> ports = store::ports_from_mesh(mesh);
   store::store_options so;
   so.dir = cfg.server.data_dir + "/db";
+  // Reflector lists are derived from the article log (DESIGN.md 9): until list snapshots
+  // exist, every start re-matches the whole log (after the records, before `streamed`).
+  so.replay_from = 1;
   std::string err;
-  // Records of kinds no component owns yet go to shard hash(key) % shards; the crawler
-  // and the reflector route theirs by politeness key and partition (DESIGN.md 9).
+  // A record goes to the shard its component's owner() names (the crawler by politeness
+  // key, the reflector by partition: DESIGN.md 9); kinds no component owns by hash(key).
   auto db = store::store::open(
       so, std::move(ports),
-      [nshards](runtime::kind, std::string_view key) {
+      [nshards](runtime::kind k, std::string_view key) {
+        for (const component_def* d : components()) {
+          for (runtime::kind owned : d->kinds) {
+            if (owned == k) return d->owner(k, key, nshards) % nshards;
+          }
+        }
         return uint32_t(XXH3_64bits(key.data(), key.size()) % nshards);
       },
       &err);
@@ -449,7 +591,9 @@ int run_serve(const serve_flags& f) {
   });
   routes.add("GET", "/metrics", metrics_route);
   routes.add("GET", "/api/shards/{n}", shard_info_route);
+  routes.add("GET", "/api/articles", articles_route);
   statics.add_routes(routes, "/static/");
+  for (const component_def* d : components()) d->add_routes(routes, cfg);
 
   // Listeners are opened here, in order, so that port 0 resolves once and every shard's
   // SO_REUSEPORT socket binds the same port; errors surface before any thread starts.
@@ -528,6 +672,14 @@ void add_serve_command(CLI::App& app, int* rc) {
                                      "shards = threads pinned to cores; 0 = one per core "
                                      "(overrides server.shards)")
                          ->check(CLI::Range(0u, 1024u));
+  cmd->add_option("--admin-token", f->admin_token,
+                  "bearer token of the admin API (overrides api.admin_token and "
+                  "FEEDPLANE_ADMIN_TOKEN; prefer the environment variable, which ps does not "
+                  "show)");
+  cmd->add_option("--resolve", f->resolve,
+                  "HOST:PORT:ADDR: connect to ADDR for HOST (or * for "
+                  "every name) on PORT, as curl's --resolve; repeatable (adds to net.resolve)");
+  cmd->add_option("--resolve-file", f->resolve_file, "a file of HOST:PORT:ADDR pins, one a line");
   cmd->add_flag("--no-pin", f->no_pin,
                 "do not pin shard threads to cores (hosts shared with other services)");
   cmd->callback([f, rc, shards_opt] {

@@ -1,5 +1,6 @@
 #include "feedplane/dataplane/config.h"
 
+#include "feedplane/base/ascii.h"
 #include "feedplane/base/errc.h"
 
 #include <fmt/format.h>
@@ -74,6 +75,40 @@ option bool_option(std::string_view key, Section config::*sec, bool Section::*fi
                 [=](const config& c) { return std::string((c.*sec).*field ? "true" : "false"); }};
 }
 
+// An array of strings, each checked; printed as a TOML array.
+template <class Section>
+option string_list_option(std::string_view key, Section config::*sec,
+                          std::vector<std::string> Section::*field,
+                          std::string (*check)(const std::string&), std::string_view doc) {
+  return option{key, doc,
+                [=](const toml::node& n, config& c) -> std::string {
+                  const auto* arr = n.as_array();
+                  if (arr == nullptr) return "expected an array of strings";
+                  std::vector<std::string> out;
+                  for (const toml::node& e : *arr) {
+                    if (!e.is_string()) return "expected an array of strings";
+                    out.push_back(*e.value<std::string>());
+                    if (auto err = check(out.back()); !err.empty())
+                      return fmt::format("{:?}: {}", out.back(), err);
+                  }
+                  (c.*sec).*field = std::move(out);
+                  return {};
+                },
+                [=](const config& c) {
+                  std::ostringstream os;
+                  toml::array a;
+                  for (const auto& v : (c.*sec).*field) a.push_back(v);
+                  os << a;
+                  return os.str();
+                }};
+}
+
+std::string check_resolve_pin(const std::string& v) {
+  net::resolve_pin p;
+  std::string err;
+  return net::parse_resolve_pin(v, p, &err) ? std::string() : err;
+}
+
 std::string check_listen(const std::string& v) {
   // ADDR:PORT, with [v6]:PORT for IPv6.
   auto colon = v.rfind(':');
@@ -95,6 +130,8 @@ const std::vector<option>& options() {
   using S = server_config;
   using C = client_config;
   using R = reflector_config;
+  using A = api_config;
+  using K = crawler_config;
   constexpr uint64_t u32 = std::numeric_limits<uint32_t>::max();
   static const std::vector<option> all = {
       string_option("server.listen", &config::server, &S::listen, check_listen,
@@ -133,6 +170,23 @@ const std::vector<option>& options() {
                     "PEM CA bundle for HTTPS; empty = the system CA store"),
       uint_option("reflector.k", &config::reflector, &R::k, 1, 10000,
                   "matches kept and served per subscription"),
+      string_option("api.admin_token", &config::api, &A::admin_token, nullptr,
+                    "bearer token of the admin API (sources, bulk loads); empty = admin API "
+                    "off; --admin-token and FEEDPLANE_ADMIN_TOKEN override it"),
+      bool_option("api.open_signup", &config::api, &A::open_signup,
+                  "anyone may create an account (POST /api/accounts) without the admin token"),
+      uint_option("crawler.min_interval_s", &config::crawler, &K::min_interval_s, 1, u32,
+                  "floor of a feed's adaptive fetch interval, seconds"),
+      uint_option("crawler.max_interval_s", &config::crawler, &K::max_interval_s, 1, u32,
+                  "ceiling of a feed's adaptive fetch interval, seconds"),
+      uint_option("crawler.recent_window_s", &config::crawler, &K::recent_window_s, 0, u32,
+                  "first fetch of a source: entries published longer ago are recorded as "
+                  "seen, not delivered"),
+      uint_option("crawler.max_in_flight", &config::crawler, &K::max_in_flight, 1, 1'000'000,
+                  "fetches in flight per shard"),
+      string_list_option("net.resolve", &config::net, &net_config::resolve, check_resolve_pin,
+                         "HOST:PORT:ADDR pins as curl's --resolve (HOST may be *); "
+                         "--resolve and --resolve-file add more"),
   };
   return all;
 }
@@ -268,6 +322,40 @@ net::client_options client_options_from(const client_config& c) {
   o.user_agent = c.user_agent;
   o.ca_file = c.ca_file;
   return o;
+}
+
+net::client_options client_options_from(const config& c) {
+  net::client_options o = client_options_from(c.client);
+  for (const std::string& text : c.net.resolve) {
+    net::resolve_pin p;
+    if (net::parse_resolve_pin(text, p, nullptr)) o.pins.push_back(std::move(p));
+  }
+  return o;
+}
+
+std::string add_resolve_pins(config& c, const std::vector<std::string>& pins,
+                             const std::string& pin_file) {
+  std::vector<std::string> all = pins;
+  if (!pin_file.empty()) {
+    std::string text, why;
+    // 1M host names at ~40 bytes a line: a cap well above what a farm needs.
+    if (read_file(pin_file, size_t{1} << 30, text, &why) != read_status::ok)
+      return fmt::format("--resolve-file {}: cannot read: {}", pin_file, why);
+    size_t pos = 0;
+    while (pos < text.size()) {
+      size_t nl = text.find('\n', pos);
+      if (nl == std::string::npos) nl = text.size();
+      const std::string_view line = base::ascii_trim(std::string_view(text).substr(pos, nl - pos));
+      if (!line.empty() && line.front() != '#') all.emplace_back(line);
+      pos = nl + 1;
+    }
+  }
+  for (const std::string& p : all) {
+    if (auto err = check_resolve_pin(p); !err.empty())
+      return fmt::format("--resolve {:?}: {}", p, err);
+  }
+  c.net.resolve.insert(c.net.resolve.end(), all.begin(), all.end());
+  return {};
 }
 
 net::server_options server_options_from(const server_config& c) {

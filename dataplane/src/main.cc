@@ -14,11 +14,17 @@ int run(int argc, char** argv) {
   app.set_version_flag("--version", "feedplane 0.1");
   int rc = 0;
   feedplane::dataplane::add_config_command(app, &rc);
-  feedplane::dataplane::add_farm_command(app, &rc);
   feedplane::dataplane::add_fetch_command(app, &rc);
   feedplane::dataplane::add_match_command(app, &rc);
   feedplane::dataplane::add_parse_command(app, &rc);
   feedplane::dataplane::add_serve_command(app, &rc);
+  feedplane::dataplane::add_tool_command(
+      app, &rc, "farm", "feedplane-farm",
+      "the load harness's synthetic feed farm (feedplane farm --help)");
+  feedplane::dataplane::add_tool_command(
+      app, &rc, "load", "feedplane-load",
+      "the load harness: starts a feed farm and feedplane, loads sources and subscriptions, "
+      "runs, and checks delivery (feedplane load --help)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -13,6 +13,8 @@ namespace {
 
 std::once_flag g_ares_init;
 
+}  // namespace
+
 bool parse_ip_literal(const std::string& host, ip_address& out) {
   if (inet_pton(AF_INET, host.c_str(), out.bytes) == 1) {
     out.family = AF_INET;
@@ -24,6 +26,8 @@ bool parse_ip_literal(const std::string& host, ip_address& out) {
   }
   return false;
 }
+
+namespace {
 
 fetch_error classify(int status) {
   switch (status) {

@@ -44,6 +44,13 @@ fetch_error classify_connect(int res) {
       return fetch_error::connect_failed;
   }
 }
+
+std::string fmt_pin_key(std::string_view host, uint16_t port) {
+  std::string k(host);
+  k.push_back(':');
+  k += std::to_string(port);
+  return k;
+}
 }  // namespace
 
 // A scheme+host+port (+ verification mode): its connections and the fetches waiting for one.
@@ -105,7 +112,49 @@ struct http_client::conn {
   timer idle_timer;
 };
 
-http_client::http_client(loop& l, const client_options& opt) : loop_(l), opt_(opt) {}
+bool parse_resolve_pin(std::string_view text, resolve_pin& out, std::string* error) {
+  // HOST:PORT:ADDR; ADDR may itself hold colons (IPv6), so split at the first two.
+  const size_t a = text.find(':');
+  const size_t b = a == std::string_view::npos ? a : text.find(':', a + 1);
+  if (a == 0 || b == std::string_view::npos) {
+    if (error != nullptr) *error = "expected HOST:PORT:ADDR";
+    return false;
+  }
+  const std::string_view port = text.substr(a + 1, b - a - 1);
+  uint32_t p = 0;
+  for (char ch : port) {
+    if (ch < '0' || ch > '9' || (p = p * 10 + uint32_t(ch - '0')) > 65535) {
+      p = 0;
+      break;
+    }
+  }
+  if (port.empty() || p == 0) {
+    if (error != nullptr) *error = "the port must be 1..65535";
+    return false;
+  }
+  std::string addr(text.substr(b + 1));
+  if (addr.size() >= 2 && addr.front() == '[' && addr.back() == ']')
+    addr = addr.substr(1, addr.size() - 2);
+  if (!parse_ip_literal(addr, out.addr)) {
+    if (error != nullptr) *error = "the address must be an IPv4 or IPv6 literal";
+    return false;
+  }
+  out.host.clear();
+  for (char ch : text.substr(0, a)) out.host.push_back(base::ascii_lower(ch));
+  out.port = uint16_t(p);
+  return true;
+}
+
+http_client::http_client(loop& l, const client_options& opt) : loop_(l), opt_(opt) {
+  for (const resolve_pin& p : opt_.pins) pins_[fmt_pin_key(p.host, p.port)] = p.addr;
+}
+
+const ip_address* http_client::pinned(std::string_view host, uint16_t port) const {
+  if (pins_.empty()) return nullptr;
+  if (auto it = pins_.find(fmt_pin_key(host, port)); it != pins_.end()) return &it->second;
+  if (auto it = pins_.find(fmt_pin_key("*", port)); it != pins_.end()) return &it->second;
+  return nullptr;
+}
 
 std::unique_ptr<http_client> http_client::create(loop& l, const client_options& opt,
                                                  std::string* error) {
@@ -317,7 +366,10 @@ http_client::conn* http_client::new_conn(host_pool& p, txn* t) {
   assign(c, t);
   loop_.arm(c->conn_timer, opt_.connect_timeout_ms);
   fetch_error e;
-  if (dns_->resolve(p.host, &http_client::on_dns, c, &c->dns_id, &e, &c->addrs)) {
+  if (const ip_address* pin = pinned(p.host, p.port)) {
+    c->addrs.assign(1, *pin);
+    connect_addr(c);
+  } else if (dns_->resolve(p.host, &http_client::on_dns, c, &c->dns_id, &e, &c->addrs)) {
     if (e != fetch_error::ok) {
       conn_failed(c, e, p.host);
     } else {

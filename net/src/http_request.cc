@@ -57,8 +57,33 @@ void request_parser::reset() {
   cpos_ = 0;
   cremain_ = 0;
   trailer_bytes_ = 0;
-  body_.clear();
-  if (body_.capacity() > size_t{64} * 1024) std::string().swap(body_);  // bound idle memory
+  if (pool_ != nullptr) {
+    pool_->give(body_);
+  } else {
+    body_.clear();
+    if (body_.capacity() > size_t{64} * 1024) std::string().swap(body_);  // bound idle memory
+  }
+}
+
+std::string body_pool::take() {
+  std::string b;
+  if (!free_.empty()) {
+    b.swap(free_.back());
+    free_.pop_back();
+    bytes_ -= b.capacity();
+  }
+  return b;
+}
+
+void body_pool::give(std::string& b) {
+  b.clear();
+  const size_t cap = b.capacity();
+  if (cap > std::string().capacity() && bytes_ + cap <= max_bytes_) {
+    bytes_ += cap;
+    free_.emplace_back().swap(b);  // b is left with a fresh (inline) buffer
+  } else {
+    std::string().swap(b);
+  }
 }
 
 parse_status request_parser::parse(std::string_view in, http_request& out) {
@@ -285,6 +310,12 @@ parse_status request_parser::parse_chunked(std::string_view in, http_request& ou
   if (cpos_ < head_end_) {
     cpos_ = head_end_;
     cstate_ = chunk_state::size;
+    // The decoded body goes into a pooled buffer (no growth from empty per request).
+    if (pool_ != nullptr && body_capacity() == 0) {
+      std::string b = pool_->take();
+      body_.swap(b);
+      body_.clear();
+    }
   }
   // The caller buffers the raw body until the request completes, so chunk framing (size
   // lines, extensions) is bounded too, not only the decoded bytes.

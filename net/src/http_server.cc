@@ -601,7 +601,7 @@ http_server::connection* http_server::alloc_connection() {
   k->tm = connection::tmode::none;
   k->send_off = 0;
   k->in_want = 0;
-  k->parser = request_parser(opt_.limits);
+  k->parser = request_parser(opt_.limits, &body_pool_);
   k->t.set(&connection::on_timer, k);
   return k;
 }
@@ -619,7 +619,7 @@ void http_server::release(connection& k) {
   give_input(k.in);
   give_buffer(k.out);
   give_buffer(k.sending);
-  k.parser = request_parser(opt_.limits);
+  k.parser = request_parser(opt_.limits, &body_pool_);
   --stats_.open;
   free_.push_back(&k);
 }

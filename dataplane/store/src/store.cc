@@ -309,9 +309,16 @@ void store::impl::stream_startup() {
       std::string err;
       rt::article_ref a =
           rt::article::decode(std::string_view(it->value().data(), it->value().size()), &err);
+      const uint64_t key_seq =
+          it->key().size() == 8 ? get_be64({it->key().data(), it->key().size()}) : 0;
       if (!a) {
-        fail("article " + std::to_string(get_be64({it->key().data(), it->key().size()})) +
-             " is unreadable: " + err);
+        fail("article " + std::to_string(key_seq) + " is unreadable: " + err);
+        break;
+      }
+      // A record under another sequence than its own would be applied out of order.
+      if (a->seq() != key_seq) {
+        fail("article record under key " + std::to_string(key_seq) + " holds sequence " +
+             std::to_string(a->seq()));
         break;
       }
       for (size_t i = 0; i < ports.size(); ++i) {

@@ -36,14 +36,37 @@ struct client_config {
   std::string ca_file;  // empty = the system CA store
 };
 
+struct crawler_config {
+  uint32_t min_interval_s = 300;      // floor of the adaptive interval
+  uint32_t max_interval_s = 86'400;   // its ceiling
+  uint32_t recent_window_s = 86'400;  // first fetch: older entries are seen, not new
+  uint32_t max_in_flight = 4096;      // fetches in flight per shard
+};
+
+struct net_config {
+  // "HOST:PORT:ADDR" pins (curl's --resolve; HOST may be "*"). --resolve and
+  // --resolve-file add to them.
+  std::vector<std::string> resolve;
+};
+
 struct reflector_config {
   uint32_t k = 10;
+};
+
+struct api_config {
+  // Bearer token of the admin API (sources, bulk loads). Empty: the admin API is off.
+  // `--admin-token` and FEEDPLANE_ADMIN_TOKEN override it.
+  std::string admin_token;
+  bool open_signup = true;  // POST /api/accounts without the admin token
 };
 
 struct config {
   server_config server;
   client_config client;
   reflector_config reflector;
+  api_config api;
+  crawler_config crawler;
+  net_config net;
 };
 
 // One documented option, for `feedplane config` and for error messages.
@@ -95,6 +118,12 @@ std::string load_config_file(const std::string& path, config& out);
 // command that fetches (fetch, parse, the crawler) sends the same User-Agent with the same
 // limits, and every server gets the same limits.
 net::client_options client_options_from(const client_config& c);
+// The crawler's client: [client] plus the [net] pins (each was checked when read).
+net::client_options client_options_from(const config& c);
+// Adds --resolve pins and the lines of a --resolve-file (one pin a line; blank lines and
+// lines starting with # skipped) to c.net.resolve. Returns "" or what is wrong.
+std::string add_resolve_pins(config& c, const std::vector<std::string>& pins,
+                             const std::string& pin_file);
 net::server_options server_options_from(const server_config& c);
 
 // Renders `c` as a commented TOML document that load_config_text accepts.

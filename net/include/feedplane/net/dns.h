@@ -33,6 +33,9 @@ struct ip_address {
   friend bool operator==(const ip_address& a, const ip_address& b);
 };
 
+// True when host is an IPv4 or IPv6 literal (no brackets); fills out.
+bool parse_ip_literal(const std::string& host, ip_address& out);
+
 struct dns_options {
   std::string servers;         // "127.0.0.1:5353,[::1]:53"; empty = /etc/resolv.conf
   uint32_t timeout_ms = 2000;  // per try

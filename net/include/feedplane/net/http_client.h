@@ -28,6 +28,18 @@
 
 namespace feedplane::net {
 
+// A name pinned to an address, as curl's --resolve HOST:PORT:ADDR: connections to HOST on
+// PORT go to ADDR without DNS. HOST "*" pins every name on that port.
+struct resolve_pin {
+  std::string host;  // lower-case, or "*"
+  uint16_t port = 0;
+  ip_address addr;
+};
+
+// Parses "HOST:PORT:ADDR" (ADDR an IPv4 literal, or IPv6 with or without brackets). False,
+// with *error saying why, for anything else.
+bool parse_resolve_pin(std::string_view text, resolve_pin& out, std::string* error);
+
 struct client_options {
   uint32_t connect_timeout_ms = 5'000;            // TCP connect + TLS handshake
   uint32_t total_timeout_ms = 5'000;              // whole fetch, redirects included
@@ -41,6 +53,7 @@ struct client_options {
   std::string user_agent = "feedplane/0.1";
   std::string ca_file;  // empty: the system CA store
   dns_options dns;
+  std::vector<resolve_pin> pins;  // checked before DNS; a later pin of a name wins
 };
 
 struct fetch_request {
@@ -116,6 +129,8 @@ class http_client {
   bool quiescent() const;
   size_t in_flight() const { return active_.size(); }
   size_t host_pools() const { return pools_.size(); }
+  // The pinned address of host:port (its own pin, else the "*" pin of the port), or null.
+  const ip_address* pinned(std::string_view host, uint16_t port) const;
 
   struct counters {
     uint64_t connections_opened = 0;
@@ -183,6 +198,7 @@ class http_client {
   std::unique_ptr<tls_context> tls_;
   content_decoder decoder_;
   std::unordered_map<std::string, std::unique_ptr<host_pool>> pools_;
+  std::unordered_map<std::string, ip_address> pins_;  // "host:port" (or "*:port") -> address
   std::unordered_map<uint64_t, txn*> active_;
   std::vector<std::unique_ptr<txn>> txn_free_;
   std::vector<std::unique_ptr<conn>> conns_;  // every conn object, live or closing

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "feedplane/net/http_header.h"
 
@@ -54,9 +55,42 @@ struct http_request {
 
 enum class parse_status { incomplete, complete, error };
 
+// Buffers for decoded chunked bodies, shared by the parsers of one server (one thread): a
+// parser takes one when a chunked body starts and gives it back when reset, so a large
+// chunked request costs no heap churn (the buffer keeps its capacity for the next one)
+// and idle connections hold none. Bounded in bytes; beyond that, buffers are freed.
+class body_pool {
+ public:
+  explicit body_pool(size_t max_bytes = size_t{8} << 20) : max_bytes_(max_bytes) {}
+  std::string take();
+  void give(std::string& b);  // leaves b empty, without a heap buffer
+  size_t bytes() const { return bytes_; }
+
+ private:
+  std::vector<std::string> free_;
+  size_t bytes_ = 0;
+  size_t max_bytes_;
+};
+
 class request_parser {
  public:
-  explicit request_parser(const request_limits& limits = {}) : limits_(limits) {}
+  explicit request_parser(const request_limits& limits = {}, body_pool* pool = nullptr)
+      : limits_(limits), pool_(pool) {}
+  request_parser(request_parser&&) = default;
+  request_parser& operator=(request_parser&& o) noexcept {
+    if (pool_ != nullptr) pool_->give(body_);
+    limits_ = o.limits_;
+    pool_ = o.pool_;
+    body_.swap(o.body_);
+    o.body_.clear();
+    reset();
+    return *this;
+  }
+  request_parser(const request_parser&) = delete;
+  request_parser& operator=(const request_parser&) = delete;
+  ~request_parser() {
+    if (pool_ != nullptr) pool_->give(body_);
+  }
 
   // Parses the request at the start of `in` (all bytes buffered so far for it).
   // complete: `out` describes it and consumed() bytes of `in` belong to it.
@@ -74,8 +108,11 @@ class request_parser {
   bool started() const { return started_; }
   // Prepares for the next request on the same connection.
   void reset();
-  // Bytes of decoded chunked body retained (capacity is released when large).
-  size_t body_capacity() const { return body_.capacity(); }
+  // Heap bytes of decoded chunked body retained (0 while it is the string's inline buffer;
+  // with a body_pool, given back at reset()).
+  size_t body_capacity() const {
+    return body_.capacity() > std::string().capacity() ? body_.capacity() : 0;
+  }
 
  private:
   parse_status fail(int status, const char* reason);
@@ -83,6 +120,7 @@ class request_parser {
   parse_status parse_chunked(std::string_view in, http_request& out);
 
   request_limits limits_;
+  body_pool* pool_ = nullptr;
   // Header-end scan: all of in[skip_, scan_) is known not to contain the header end.
   size_t skip_ = 0;  // leading empty lines before the request line
   size_t scan_ = 0;

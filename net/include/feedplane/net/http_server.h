@@ -280,6 +280,8 @@ class http_server {
   size_t connection_memory() const;
   // Bytes of input blocks held for reuse (bounded by server_options::input_pool_bytes).
   size_t input_pool_memory() const { return in_pool_bytes_; }
+  // Bytes of decoded-chunked-body buffers held for reuse.
+  size_t body_pool_memory() const { return body_pool_.bytes(); }
   void* context() const { return context_; }
 
   struct connection;  // private to http_server.cc
@@ -331,6 +333,9 @@ class http_server {
   timer accept_retry_;
 
   // Connection pool: chunks never move; free slots on a stack. Grows with peak load only.
+  // Decoded chunked bodies, lent to the connections' parsers (bounded). Declared before
+  // the connections: their parsers give buffers back when destroyed.
+  body_pool body_pool_;
   std::vector<std::unique_ptr<connection[]>> chunks_;
   std::vector<connection*> free_;
   std::vector<connection*> all_;

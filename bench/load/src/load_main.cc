@@ -1,0 +1,628 @@
+// feedplane-load (`feedplane load`): the load harness's driver (issue 12). Starts a feed
+// farm and a feedplane (or attaches to running ones), adds the farm's feeds through OPML
+// import, loads M subscriptions with Cobra's workload through the bulk API, lets the farm
+// publish for the set time while pollers read personal feeds with If-None-Match, then
+// waits for the pipeline to go quiet, reads every checked feed and checks delivery against
+// the farm's truth log with the reference matcher (reference.h). Its last line is the
+// delivery line; an unexplained miss or a duplicate makes the exit status non-zero.
+#include <curl/curl.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <openssl/rand.h>
+#include <signal.h>
+#include <simdjson.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "feedplane/base/json.h"
+#include "feedplane/load/delivery.h"
+#include "feedplane/workload/workload.h"
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+using feedplane::load::checked_subscription;
+
+struct options {
+  uint32_t feeds = 10'000;
+  uint64_t subscriptions = 100'000;
+  double duration = 60;
+  std::string out = "load-out";
+  double speed = 60;
+  uint32_t pollers = 1;
+  double poll_rate = 200;  // polls per second, all pollers together
+  uint32_t shards = 0;
+  uint32_t k = 10;
+  uint32_t min_interval = 2;  // crawler floor and ceiling for the run, seconds
+  uint32_t max_interval = 10;
+  double quiet = 6;  // seconds without a new sequenced article = quiesced
+  uint64_t seed = 1;
+  std::string farm_bin, feedplane_bin;
+};
+
+std::string self_dir() {
+  char buf[4096];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return ".";
+  std::string p(buf, size_t(n));
+  return p.substr(0, p.rfind('/'));
+}
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// A child process whose stdout and stderr go to a file; the first line matching `marker`
+// on stdout tells its URL.
+struct child {
+  pid_t pid = -1;
+  std::string log;
+  std::string url;
+  bool start(const std::vector<std::string>& argv, const std::string& log_path,
+             const std::vector<std::string>& env, const std::string& marker, std::string* err) {
+    log = log_path;
+    int fds[2];
+    if (pipe(fds) != 0) return false;
+    pid = fork();
+    if (pid == 0) {
+      const int lf = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      dup2(fds[1], 1);
+      dup2(lf, 2);
+      close(fds[0]);
+      for (const auto& e : env) putenv(const_cast<char*>(e.c_str()));
+      std::vector<char*> a;
+      for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
+      a.push_back(nullptr);
+      execv(a[0], a.data());
+      _exit(127);
+    }
+    close(fds[1]);
+    // Read stdout until the marker line; copy everything to the log.
+    FILE* f = fdopen(fds[0], "r");
+    char line[4096];
+    std::ofstream out(log_path + ".out");
+    while (fgets(line, sizeof line, f) != nullptr) {
+      out << line;
+      out.flush();
+      std::string_view l(line);
+      const size_t at = l.find(marker);
+      if (at != std::string_view::npos) {
+        size_t e = at + marker.size();
+        while (e < l.size() && l[e] != ' ' && l[e] != '\n' && l[e] != ',') ++e;
+        url = std::string(l.substr(at, e - at));
+        break;
+      }
+    }
+    if (url.empty()) {
+      *err = fmt::format("{} exited before it was listening; see {}", argv[0], log_path);
+      fclose(f);
+      return false;
+    }
+    // Keep draining its stdout in the background so it never blocks on a full pipe.
+    std::thread([f, p = log_path + ".out"] {
+      std::ofstream o(p, std::ios::app);
+      char l2[4096];
+      while (fgets(l2, sizeof l2, f) != nullptr) o << l2;
+      fclose(f);
+    }).detach();
+    return true;
+  }
+  void stop() {
+    if (pid <= 0) return;
+    kill(pid, SIGTERM);
+    int st = 0;
+    for (int i = 0; i < 100; ++i) {
+      if (waitpid(pid, &st, WNOHANG) == pid) {
+        pid = -1;
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, &st, 0);
+    pid = -1;
+  }
+};
+
+// ---- HTTP through libcurl (control calls and polls) ----
+
+size_t collect(char* p, size_t s, size_t n, void* ud) {
+  static_cast<std::string*>(ud)->append(p, s * n);
+  return s * n;
+}
+
+size_t header_cb(char* p, size_t s, size_t n, void* ud) {
+  std::string_view h(p, s * n);
+  constexpr std::string_view etag = "etag:";
+  if (h.size() > etag.size() && strncasecmp(h.data(), etag.data(), etag.size()) == 0) {
+    h.remove_prefix(etag.size());
+    while (!h.empty() && (h.front() == ' ')) h.remove_prefix(1);
+    while (!h.empty() && (h.back() == '\r' || h.back() == '\n')) h.remove_suffix(1);
+    static_cast<std::string*>(ud)->assign(h);
+  }
+  return s * n;
+}
+
+struct http {
+  CURL* c = curl_easy_init();
+  ~http() { curl_easy_cleanup(c); }
+  // Returns the status (0 on a transport error, then body holds the reason).
+  long request(const std::string& method, const std::string& url, const std::string& token,
+               const std::string& body, const std::string& content_type, std::string& out,
+               const std::string& if_none_match = {}, std::string* etag = nullptr) {
+    out.clear();
+    curl_easy_reset(c);
+    curl_easy_setopt(c, CURLOPT_URL, url.c_str());
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &out);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, 300L);
+    curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");
+    if (etag != nullptr) {
+      etag->clear();
+      curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, header_cb);
+      curl_easy_setopt(c, CURLOPT_HEADERDATA, etag);
+    }
+    curl_slist* h = nullptr;
+    if (!token.empty()) h = curl_slist_append(h, ("Authorization: Bearer " + token).c_str());
+    if (!content_type.empty()) h = curl_slist_append(h, ("Content-Type: " + content_type).c_str());
+    if (!if_none_match.empty())
+      h = curl_slist_append(h, ("If-None-Match: " + if_none_match).c_str());
+    if (h != nullptr) curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    if (method == "POST") {
+      curl_easy_setopt(c, CURLOPT_POST, 1L);
+      curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.data());
+      curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.size()));
+    }
+    const CURLcode rc = curl_easy_perform(c);
+    curl_slist_free_all(h);
+    if (rc != CURLE_OK) {
+      out = curl_easy_strerror(rc);
+      return 0;
+    }
+    long status = 0;
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    return status;
+  }
+};
+
+// A counter or gauge from Prometheus text (summed over label sets); -1 when absent.
+double metric(const std::string& text, std::string_view name) {
+  double sum = -1;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    if (line.compare(0, name.size(), name) != 0) continue;
+    if (line.size() > name.size() && line[name.size()] != ' ' && line[name.size()] != '{') continue;
+    const size_t sp = line.rfind(' ');
+    sum = (sum < 0 ? 0 : sum) + std::strtod(line.c_str() + sp + 1, nullptr);
+  }
+  return sum;
+}
+
+bool read_file(const std::string& path, std::string& out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  out = ss.str();
+  return true;
+}
+
+// Items of a served JSON Feed: id and _feedplane.seq, in order.
+bool parse_served(const std::string& body, std::vector<feedplane::load::served_item>& items,
+                  std::string* err) {
+  items.clear();
+  simdjson::dom::parser p;
+  simdjson::dom::element doc;
+  if (p.parse(body).get(doc) != simdjson::SUCCESS) {
+    *err = "not JSON";
+    return false;
+  }
+  simdjson::dom::array arr;
+  if (doc["items"].get_array().get(arr) != simdjson::SUCCESS) {
+    *err = "no items array";
+    return false;
+  }
+  for (auto it : arr) {
+    feedplane::load::served_item s;
+    std::string_view id;
+    if (it["id"].get_string().get(id) != simdjson::SUCCESS) {
+      *err = "an item without id";
+      return false;
+    }
+    s.id = id;
+    uint64_t seq = 0;
+    if (it["_feedplane"]["seq"].get_uint64().get(seq) == simdjson::SUCCESS) s.seq = seq;
+    items.push_back(std::move(s));
+  }
+  return true;
+}
+
+// A progress bar on a terminal (redrawn at most 4 times a second), else a line every 10 s.
+void progress(const char* phase, double done, double total, const std::string& extra) {
+  static const bool tty = isatty(2) != 0;
+  static auto last = clock_type::now() - std::chrono::hours(1);
+  const auto now = clock_type::now();
+  if (done < total &&
+      now - last < (tty ? std::chrono::milliseconds(250) : std::chrono::seconds(10)))
+    return;
+  last = now;
+  if (!tty) {
+    fmt::print(stderr, "{} {:.0f}/{:.0f} {}\n", phase, done, total, extra);
+    return;
+  }
+  const int width = 30;
+  const int fill = total > 0 ? int(std::min(1.0, done / total) * width) : 0;
+  fmt::print(stderr, "\r{:<10} [{}{}] {:5.1f}% {}   ", phase, std::string(size_t(fill), '#'),
+             std::string(size_t(width - fill), '.'), total > 0 ? 100.0 * done / total : 0.0, extra);
+  std::fflush(stderr);
+}
+
+struct percentiles {
+  std::vector<double> v;
+  double at(double q) {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    return v[std::min(v.size() - 1, size_t(q * double(v.size())))];
+  }
+};
+
+int run(const options& o) {
+  mkdir(o.out.c_str(), 0755);
+  const std::string dir = self_dir();
+  const std::string farm_bin = o.farm_bin.empty() ? dir + "/feedplane-farm" : o.farm_bin;
+  const std::string fp_bin = o.feedplane_bin.empty() ? dir + "/feedplane" : o.feedplane_bin;
+  unsigned char rnd[24];
+  RAND_bytes(rnd, sizeof rnd);
+  std::string token;
+  for (unsigned char b : rnd) token += fmt::format("{:02x}", b);
+
+  std::string err;
+  child farm, fp;
+  auto cleanup = [&] {
+    fp.stop();
+    farm.stop();
+  };
+  fmt::print(stderr, "load: starting the farm ({} feeds)\n", o.feeds);
+  if (!farm.start({farm_bin, "--feeds", std::to_string(o.feeds), "--listen", "127.0.0.1:0",
+                   "--start-paused", "--speed", fmt::format("{}", o.speed), "--seed",
+                   std::to_string(o.seed), "--truth", o.out + "/truth.jsonl", "--opml",
+                   o.out + "/feeds.opml", "--pins", o.out + "/pins.txt"},
+                  o.out + "/farm.log", {}, "http://", &err)) {
+    fmt::print(stderr, "load: {}\n", err);
+    cleanup();
+    return 2;
+  }
+  const std::string config_path = o.out + "/feedplane.toml";
+  {
+    std::ofstream c(config_path);
+    c << fmt::format("[crawler]\nmin_interval_s = {}\nmax_interval_s = {}\n", o.min_interval,
+                     o.max_interval);
+    c << fmt::format("[reflector]\nk = {}\n", o.k);
+  }
+  std::vector<std::string> fp_args = {
+      fp_bin,     "serve",     "--listen",       "127.0.0.1:0",       "--data",  o.out + "/data",
+      "--config", config_path, "--resolve-file", o.out + "/pins.txt", "--no-pin"};
+  if (o.shards != 0) {
+    fp_args.push_back("--shards");
+    fp_args.push_back(std::to_string(o.shards));
+  }
+  fmt::print(stderr, "load: starting feedplane (farm at {})\n", farm.url);
+  if (!fp.start(fp_args, o.out + "/feedplane.log", {"FEEDPLANE_ADMIN_TOKEN=" + token}, "http://",
+                &err)) {
+    fmt::print(stderr, "load: {}\n", err);
+    cleanup();
+    return 2;
+  }
+  const std::string base = fp.url;
+  http h;
+  std::string body;
+  for (int i = 0; i < 300 && h.request("GET", base + "/readyz", "", "", "", body) != 200; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+
+  // Sources, through OPML import.
+  std::string opml;
+  if (!read_file(o.out + "/feeds.opml", opml)) {
+    fmt::print(stderr, "load: the farm wrote no OPML\n");
+    cleanup();
+    return 2;
+  }
+  auto t0 = clock_type::now();
+  long st = h.request("POST", base + "/api/sources:import", token, opml, "text/x-opml", body);
+  if (st != 200 && st != 201) {
+    fmt::print(stderr, "load: OPML import: {} {}\n", st, body);
+    cleanup();
+    return 2;
+  }
+  const double import_s = std::chrono::duration<double>(clock_type::now() - t0).count();
+  fmt::print(stderr, "load: imported the farm's feeds in {:.2f} s: {}\n", import_s, body);
+
+  // Subscriptions with Cobra's workload, through the bulk API.
+  const auto& vocab = feedplane::workload::vocabulary::english();
+  feedplane::workload::generator gen(vocab);
+  feedplane::workload::rng r(o.seed * 7919 + 1);
+  std::vector<checked_subscription> subs;
+  std::vector<std::string> feed_paths;
+  subs.reserve(o.subscriptions);
+  t0 = clock_type::now();
+  const uint64_t chunk = 10'000;
+  for (uint64_t first = 0; first < o.subscriptions; first += chunk) {
+    const uint64_t n = std::min(chunk, o.subscriptions - first);
+    std::string lines;
+    std::vector<std::string> queries;
+    for (uint64_t i = 0; i < n; ++i) {
+      queries.push_back(gen.subscription(r));
+      lines += fmt::format("{{\"account\": \"load-{}\", \"query\": ", (first + i) / 100);
+      feedplane::base::append_json_string(queries.back(), lines);
+      lines += fmt::format(", \"k\": {}, \"backfill\": false}}\n", o.k);
+    }
+    st = h.request("POST", base + "/api/subscriptions:bulk", token, lines, "application/x-ndjson",
+                   body);
+    if (st != 200) {
+      fmt::print(stderr, "\nload: bulk load: {} {}\n", st, body.substr(0, 500));
+      cleanup();
+      return 2;
+    }
+    simdjson::dom::parser p;
+    std::istringstream in(body);
+    std::string line;
+    uint64_t i = 0;
+    while (std::getline(in, line)) {
+      if (line.empty()) continue;
+      simdjson::dom::element e;
+      if (p.parse(line).get(e) != simdjson::SUCCESS || i >= n) {
+        fmt::print(stderr, "\nload: bulk answer line unreadable: {}\n", line);
+        cleanup();
+        return 2;
+      }
+      std::string_view id, feed;
+      if (e["id"].get_string().get(id) != simdjson::SUCCESS ||
+          e["feed"].get_string().get(feed) != simdjson::SUCCESS) {
+        fmt::print(stderr, "\nload: subscription refused: {}\n", line);
+        cleanup();
+        return 2;
+      }
+      checked_subscription s;
+      s.id = id;
+      s.query = queries[i];
+      s.k = o.k;
+      subs.push_back(std::move(s));
+      feed_paths.emplace_back(feed);
+      ++i;
+    }
+    progress("subscribe", double(first + n), double(o.subscriptions), "");
+  }
+  const double subscribe_s = std::chrono::duration<double>(clock_type::now() - t0).count();
+  fmt::print(stderr, "\nload: {} subscriptions in {:.2f} s ({:.0f}/s)\n", subs.size(), subscribe_s,
+             double(subs.size()) / subscribe_s);
+
+  // Publishing and polling.
+  const std::string farm_base = farm.url;
+  st = h.request("POST", farm_base + "/_farm/start", "", "", "", body);
+  if (st != 200) {
+    fmt::print(stderr, "load: the farm did not start publishing: {} {}\n", st, body);
+    cleanup();
+    return 2;
+  }
+  const double publish_start = now_s();
+  t0 = clock_type::now();
+  percentiles poll_ms;
+  uint64_t polls = 0, polls_304 = 0, polls_err = 0;
+  std::unordered_map<std::string, double> first_seen;  // item id -> unix seconds
+  std::unordered_map<std::string, uint64_t> known_seq;
+  std::vector<std::string> etags(subs.size());
+  feedplane::workload::rng pr(o.seed * 31 + 7);
+  std::vector<feedplane::load::served_item> items;
+  auto last_status = clock_type::now();
+  std::string status_line;
+  while (true) {
+    const double el = std::chrono::duration<double>(clock_type::now() - t0).count();
+    if (el >= o.duration) break;
+    // Paced: polls at poll_rate per second.
+    const double due = el * o.poll_rate;
+    if (double(polls) >= due) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    } else if (!subs.empty()) {
+      const size_t i = size_t(pr.below(subs.size()));
+      std::string etag;
+      const auto p0 = clock_type::now();
+      st = h.request("GET", base + feed_paths[i] + ".json", "", "", "", body, etags[i], &etag);
+      poll_ms.v.push_back(
+          std::chrono::duration<double, std::milli>(clock_type::now() - p0).count());
+      ++polls;
+      if (st == 304) {
+        ++polls_304;
+      } else if (st == 200 && parse_served(body, items, &err)) {
+        etags[i] = etag;
+        const double t = now_s();
+        for (auto& it : items) {
+          first_seen.emplace(it.id, t);
+          known_seq.emplace(it.id, it.seq);
+        }
+      } else {
+        ++polls_err;
+      }
+    }
+    if (clock_type::now() - last_status > std::chrono::seconds(1)) {
+      last_status = clock_type::now();
+      std::string m;
+      h.request("GET", base + "/metrics", "", "", "", m);
+      status_line = fmt::format("{} polls ({} 304), {:.0f} articles sequenced", polls, polls_304,
+                                metric(m, "feedplane_store_articles_sequenced_total"));
+    }
+    progress("run", el, o.duration, status_line);
+  }
+  h.request("POST", farm_base + "/_farm/stop", "", "", "", body);
+  const double publish_end = now_s();
+
+  // Quiesce: no new article sequenced for `quiet` seconds, after at least one crawl ceiling.
+  fmt::print(stderr, "\nload: publishing stopped; waiting for the pipeline to go quiet\n");
+  double last_seq = -1;
+  auto last_change = clock_type::now();
+  const auto quiesce_start = clock_type::now();
+  while (true) {
+    std::string m;
+    h.request("GET", base + "/metrics", "", "", "", m);
+    const double seq = metric(m, "feedplane_store_articles_sequenced_total");
+    if (seq != last_seq) {
+      last_seq = seq;
+      last_change = clock_type::now();
+    }
+    const double since = std::chrono::duration<double>(clock_type::now() - last_change).count();
+    const double waited = std::chrono::duration<double>(clock_type::now() - quiesce_start).count();
+    if (since >= o.quiet && waited >= double(o.max_interval) * 2 + 1) break;
+    if (waited > 600) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+
+  // Read every checked feed.
+  fmt::print(stderr, "load: reading {} feeds\n", subs.size());
+  uint64_t read_errors = 0;
+  for (size_t i = 0; i < subs.size(); ++i) {
+    st = h.request("GET", base + feed_paths[i] + ".json", "", "", "", body);
+    if (st != 200 || !parse_served(body, subs[i].served, &err)) {
+      ++read_errors;
+      continue;
+    }
+    const double t = now_s();
+    for (auto& it : subs[i].served) {
+      first_seen.emplace(it.id, t);
+      known_seq.emplace(it.id, it.seq);
+    }
+    if (i % 1000 == 0) progress("read", double(i), double(subs.size()), "");
+  }
+  // Every article feedplane sequenced: the sequence of each entry, served or not.
+  uint64_t sequenced = 0;
+  for (uint64_t after = 0;;) {
+    st = h.request("GET", fmt::format("{}/api/articles?after={}&limit=10000", base, after), token,
+                   "", "", body);
+    simdjson::dom::parser p;
+    simdjson::dom::element e;
+    simdjson::dom::array arr;
+    uint64_t next_after = 0;
+    if (st != 200 || p.parse(body).get(e) != simdjson::SUCCESS ||
+        e["articles"].get_array().get(arr) != simdjson::SUCCESS ||
+        e["next_after"].get_uint64().get(next_after) != simdjson::SUCCESS) {
+      fmt::print(stderr, "\nload: GET /api/articles: {} {}\n", st, body.substr(0, 300));
+      cleanup();
+      return 2;
+    }
+    for (auto a : arr) {
+      std::string_view guid, link;
+      uint64_t seq = 0;
+      if (a["seq"].get_uint64().get(seq) != simdjson::SUCCESS) continue;
+      if (a["guid"].get_string().get(guid) != simdjson::SUCCESS) guid = {};
+      if (a["link"].get_string().get(link) != simdjson::SUCCESS) link = {};
+      known_seq[std::string(guid.empty() ? link : guid)] = seq;
+      ++sequenced;
+    }
+    if (next_after == after) break;
+    after = next_after;
+  }
+  std::string final_metrics;
+  h.request("GET", base + "/metrics", "", "", "", final_metrics);
+  cleanup();
+
+  // The check.
+  std::vector<feedplane::load::truth_entry> truth;
+  if (!feedplane::load::read_truth(o.out + "/truth.jsonl", truth, &err)) {
+    fmt::print(stderr, "\nload: {}\n", err);
+    return 2;
+  }
+  fmt::print(stderr, "\nload: checking delivery ({} truth entries)\n", truth.size());
+  const auto res = feedplane::load::check_delivery(truth, subs, known_seq);
+  percentiles lag;
+  std::unordered_map<std::string, const feedplane::load::truth_entry*> by_id;
+  uint64_t published = 0;
+  for (const auto& e : truth) {
+    if (e.initial) continue;
+    ++published;
+    by_id.emplace(e.guid.empty() ? e.link : e.guid, &e);
+  }
+  for (const auto& [id, t] : first_seen) {
+    auto f = by_id.find(id);
+    if (f != by_id.end()) lag.v.push_back(t - f->second->published);
+  }
+
+  std::ofstream rep(o.out + "/report.md");
+  rep << fmt::format("# feedplane load run\n\n");
+  rep << fmt::format(
+      "- feeds {}, subscriptions {}, k {}, duration {} s, farm speed {}x, crawl "
+      "interval {}-{} s\n",
+      o.feeds, subs.size(), o.k, o.duration, o.speed, o.min_interval, o.max_interval);
+  rep << fmt::format("- OPML import of {} feeds: {:.2f} s\n", o.feeds, import_s);
+  rep << fmt::format("- subscriptions loaded through the bulk API: {:.2f} s ({:.0f}/s)\n",
+                     subscribe_s, double(subs.size()) / subscribe_s);
+  rep << fmt::format("- entries published while running: {} (over {:.0f} s)\n", published,
+                     publish_end - publish_start);
+  uint64_t never_sequenced = 0;
+  for (const auto& [id, e] : by_id) never_sequenced += known_seq.count(id) == 0 ? 1 : 0;
+  rep << fmt::format(
+      "- articles sequenced by feedplane: {} (entries published but never "
+      "sequenced: {})\n",
+      sequenced, never_sequenced);
+  rep << fmt::format("- polls: {} ({} 304, {} errors); poll latency p50 {:.2f} ms, p99 {:.2f} ms\n",
+                     polls, polls_304, polls_err, poll_ms.at(0.5), poll_ms.at(0.99));
+  rep << fmt::format(
+      "- time from true publish to first seen by a poller (includes the farm's "
+      "clock at {}x and the poll interval): p50 {:.1f} s, p90 {:.1f} s, p99 {:.1f} "
+      "s over {} items\n",
+      o.speed, lag.at(0.5), lag.at(0.9), lag.at(0.99), lag.v.size());
+  rep << fmt::format("- feeds that could not be read at the end: {}\n", read_errors);
+  rep << fmt::format(
+      "- served items that are no true match: {}; queries the reference refused: "
+      "{}\n\n",
+      res.false_items, res.bad_queries);
+  for (const auto& x : res.examples) rep << "    " << x << "\n";
+  rep << "\n" << res.line() << "\n";
+  rep.close();
+  for (const auto& x : res.examples) fmt::print("  {}\n", x);
+  fmt::print("report: {}/report.md\n", o.out);
+  fmt::print("{}\n", res.line());
+  return res.ok() && read_errors == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "feedplane-load: starts a feed farm and feedplane, loads sources and subscriptions, runs, "
+      "and checks delivery against the farm's truth log"};
+  options o;
+  app.add_option("--feeds", o.feeds, "synthetic feeds in the farm");
+  app.add_option("--subscriptions", o.subscriptions, "subscriptions (Cobra's workload)");
+  app.add_option("--duration", o.duration, "seconds of publishing");
+  app.add_option("--out", o.out, "directory for logs, the truth log and the report");
+  app.add_option("--speed", o.speed, "the farm's posting clock runs this much faster");
+  app.add_option("--pollers", o.pollers, "poller threads");
+  app.add_option("--poll-rate", o.poll_rate, "polls per second while running");
+  app.add_option("--shards", o.shards, "feedplane shards (0: one per core)");
+  app.add_option("--k", o.k, "matches kept per subscription");
+  app.add_option("--min-interval", o.min_interval, "crawler floor for the run, seconds");
+  app.add_option("--max-interval", o.max_interval, "crawler ceiling for the run, seconds");
+  app.add_option("--quiet", o.quiet, "seconds without a new article that count as quiesced");
+  app.add_option("--seed", o.seed, "seed of the farm and the workload");
+  app.add_option("--farm-bin", o.farm_bin, "feedplane-farm binary (default: beside this one)");
+  app.add_option("--feedplane-bin", o.feedplane_bin, "feedplane binary (default: beside this one)");
+  CLI11_PARSE(app, argc, argv);
+  signal(SIGPIPE, SIG_IGN);
+  curl_global_init(CURL_GLOBAL_DEFAULT);
+  const int rc = run(o);
+  curl_global_cleanup();
+  return rc;
+}

@@ -1,0 +1,1182 @@
+#include "feedplane/crawler/crawler.h"
+
+#include <fmt/format.h>
+#include <simdjson.h>
+
+#include <algorithm>
+#include <charconv>
+#include <ctime>
+#include <functional>
+#include <map>
+#include <memory>
+#include <queue>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "feedplane/base/ascii.h"
+#include "feedplane/base/json.h"
+#include "feedplane/crawler/opml.h"
+#include "feedplane/crawler/placement.h"
+#include "feedplane/crawler/schedule.h"
+#include "feedplane/dataplane/auth.h"
+#include "feedplane/dataplane/config.h"
+#include "feedplane/feed/dedup.h"
+#include "feedplane/feed/parser.h"
+#include "feedplane/net/http_client.h"
+#include "feedplane/net/http_server.h"
+#include "feedplane/runtime/article.h"
+#include "feedplane/runtime/shard.h"
+#include "feedplane/store/store.h"
+#include "records.h"
+
+namespace feedplane::crawler {
+
+namespace {
+
+namespace rt = runtime;
+using dataplane::shard_services;
+
+static_assert(simdjson::SIMDJSON_PADDING <= net::body_padding);
+
+// Articles one write may carry (DESIGN.md 9 "Credits"): a fetch that finds more commits
+// these with exactly their seen identities and fetches the document again.
+constexpr size_t k_credit = 32;
+constexpr uint32_t k_max_list = 1000;
+constexpr size_t k_max_url = 4096;
+
+enum class outcome : uint8_t { none, new_entries, no_new_entries, not_modified, unchanged, error };
+constexpr const char* k_outcome_names[] = {"none",         "new_entries", "no_new_entries",
+                                           "not_modified", "unchanged",   "error"};
+constexpr size_t k_outcomes = std::size(k_outcome_names);
+
+// Why the next fetch is when it is (shown in a source's status).
+enum class reason : uint8_t {
+  new_source,
+  adaptive,
+  error_backoff,
+  restart,
+  store_busy,
+  credit,
+};
+constexpr const char* k_reason_text[] = {
+    "new source: fetched at once",
+    "adaptive interval (FeedEx: halved when mostly new, doubled when mostly old)",
+    "back-off after consecutive errors",
+    "schedule resumed after a restart",
+    "retry: the previous write to the store is still in flight",
+    "more new entries than one write carries: the rest are fetched again at once",
+};
+
+int64_t wall_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return int64_t(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000;
+}
+
+struct source {
+  uint64_t id = 0;
+  std::string url, title;
+  feed::feed_state state;
+  crawl_record rec;  // everything but `seen` (which lives in `state`)
+  uint64_t fetch_id = 0;
+  bool durable = false;  // its source record is durable: listed and fetched
+  bool writing = false;  // a crawl write is in flight (no fetch starts meanwhile)
+  bool fetched = false;  // it has a crawl record: not its first fetch
+};
+
+constexpr uint64_t k_starting = ~uint64_t{0};  // fetch_id while client.fetch() runs
+
+enum class change_kind : uint8_t { add_one, import, remove };
+
+struct change_item {
+  uint64_t id = 0;  // the id the URL hashes to (the owner probes from it)
+  std::string url, title;
+};
+
+struct source_summary {
+  uint64_t id = 0;
+  std::string url, title;
+  int64_t last_fetch_ms = 0;
+  uint32_t last_status = 0;
+  uint8_t last_outcome = 0;
+  uint32_t consecutive_errors = 0;
+};
+
+class crawler;
+
+// Origin -> owner: add sources or remove one. Answers come back in done(); the durable
+// result comes later as a reply_task.
+struct change_task : rt::task {
+  uint64_t request = 0;  // the origin's pending_ key
+  change_kind kind = change_kind::add_one;
+  std::vector<change_item> items;
+  uint64_t remove_id = 0;
+  // Filled on the owner.
+  uint32_t duplicates = 0;
+  uint64_t first_id = 0;  // add_one: the source's id (new or existing)
+  bool written = false;   // a write went to the store: a reply_task follows
+  bool busy = false;      // the write ring was full: nothing changed
+  bool not_found = false;
+  void run(rt::shard& target) override;
+  void done(rt::shard& origin) override;
+};
+
+// Owner -> origin, after the change was durable and installed.
+struct reply_task : rt::task {
+  uint64_t request = 0;
+  uint32_t added = 0;
+  int32_t status = 0;  // store_errc
+  void run(rt::shard& target) override;
+  void done(rt::shard&) override {}
+};
+
+struct change_write : rt::store_write {
+  uint32_t requester = 0;
+  uint64_t request = 0;
+  change_kind kind = change_kind::add_one;
+  std::vector<uint64_t> ids;
+  void on_durable(rt::shard& s) override;
+};
+
+struct crawl_write : rt::store_write {
+  uint64_t source_id = 0;
+  void on_durable(rt::shard& s) override;
+};
+
+// Origin-side state of a scatter-gather read (list, export).
+struct gather_state {
+  uint32_t waiting = 0;
+  bool export_opml = false;
+  uint64_t after = 0;
+  uint32_t limit = 0;
+  std::vector<source_summary> all;
+  net::deferred_response later;
+};
+
+struct list_task : rt::task {
+  std::shared_ptr<gather_state> state;  // origin only; never touched on the target
+  uint64_t after = 0;
+  uint32_t limit = 0;
+  std::vector<source_summary> out;
+  void run(rt::shard& target) override;
+  void done(rt::shard& origin) override;
+};
+
+struct status_task : rt::task {
+  uint64_t id = 0;
+  net::deferred_response later;  // used on the origin only
+  bool found = false;
+  std::string body;
+  void run(rt::shard& target) override;
+  void done(rt::shard& origin) override;
+};
+
+// Origin-side state of a change.
+struct pending_change {
+  change_kind kind = change_kind::add_one;
+  net::deferred_response later;
+  uint32_t remaining = 0;  // tasks out + replies expected
+  uint32_t added = 0, duplicates = 0;
+  int32_t store_status = 0;
+  bool busy = false, not_found = false;
+  uint64_t id = 0;
+  std::string url;
+  std::vector<std::string> invalid;
+};
+
+class crawler final : public dataplane::component {
+ public:
+  static constexpr dataplane::component_id id = dataplane::component_id::crawler;
+
+  explicit crawler(shard_services& s)
+      : s_(s), cfg_(s.cfg->crawler), tick_(&crawler::on_tick, this) {
+    bounds_.floor_s = cfg_.min_interval_s;
+    bounds_.ceiling_s = std::max(cfg_.max_interval_s, cfg_.min_interval_s);
+    rt::metrics_registry& m = s.rt->metrics();
+    for (size_t i = 1; i < k_outcomes; ++i) {
+      fetches_[i] = &m.add_counter("feedplane_crawler_fetches_total", "Fetches finished, by result",
+                                   fmt::format("result=\"{}\"", k_outcome_names[i]));
+    }
+    articles_ = &m.add_counter("feedplane_crawler_articles_total",
+                               "New and updated entries handed to the store, durable");
+    articles_dropped_ = &m.add_counter("feedplane_crawler_articles_dropped_total",
+                                       "Entries too large to freeze into an article");
+    credit_stalls_ = &m.add_counter(
+        "feedplane_crawler_credit_stalls_total",
+        "Turns in which due fetches waited for space in the write ring (backpressure)");
+    in_flight_gauge_ =
+        &m.add_gauge("feedplane_crawler_fetches_in_flight", "Fetches in flight on the client");
+    sources_gauge_ = &m.add_gauge("feedplane_crawler_sources", "Sources owned, durable");
+    due_gauge_ = &m.add_gauge("feedplane_crawler_schedule_entries",
+                              "Entries in the fetch schedule (one per source, plus stale ones)");
+  }
+
+  ~crawler() override { s_.rt->loop().disarm(tick_); }
+
+  static crawler& of(rt::shard& sh) { return shard_services::of(sh).get<crawler>(); }
+  shard_services& services() { return s_; }
+  simdjson::ondemand::parser& json() { return json_; }
+  uint64_t new_request(pending_change p) {
+    const uint64_t r = next_request_++;
+    pending_.emplace(r, std::move(p));
+    return r;
+  }
+  void forget_request(uint64_t r) { pending_.erase(r); }
+
+  // ---- component ----
+  void on_record(rt::shard&, rt::kind k, std::string_view key, std::string_view value) override;
+  void on_streamed(rt::shard&) override;
+  void stop() override {
+    stopping_ = true;
+    writes_pending_ -= uint32_t(backlog_.size());  // never sent: nothing will come back
+    backlog_.clear();
+    s_.rt->loop().disarm(tick_);
+  }
+  bool quiescent() const override { return in_flight_ == 0 && writes_pending_ == 0; }
+
+  // ---- changes (owner side) ----
+  void change_on_owner(change_task& t);
+  void change_durable(change_write& w);
+  // ---- changes (origin side) ----
+  void change_returned(change_task& t);
+  void change_replied(uint64_t request, uint32_t added, int32_t status);
+  // ---- reads (owner side) ----
+  void list_on_owner(list_task& t) const;
+  void status_on_owner(status_task& t) const;
+  // ---- fetching ----
+  void crawl_durable(crawl_write& w);
+
+ private:
+  void finish_change(uint64_t request, pending_change& p);
+  void schedule(source& s, int64_t at_ms, reason why);
+  void wake_at(int64_t at_ms);
+  static void on_tick(void* self) { static_cast<crawler*>(self)->pump(); }
+  void pump();
+  void flush_backlog();
+  void start_fetch(source& s);
+  static void on_fetched(void* self, uint64_t fetch_id, net::fetch_result& r) {
+    static_cast<crawler*>(self)->fetched(fetch_id, r);
+  }
+  void fetched(uint64_t fetch_id, net::fetch_result& r);
+  void fail(source& s, std::string_view error_name, int64_t now);
+  void ingest(source& s, net::fetch_result& r, int64_t now);
+  void commit(source& s, std::vector<rt::article_ref> articles);
+  void count(outcome o) { fetches_[size_t(o)]->add(); }
+  void send_reply(uint32_t to, uint64_t request, uint32_t added, int32_t status);
+  source* find(uint64_t sid) {
+    auto it = sources_.find(sid);
+    return it == sources_.end() ? nullptr : it->second.get();
+  }
+  void update_gauges() {
+    sources_gauge_->set(int64_t(durable_sources_));
+    in_flight_gauge_->set(int64_t(in_flight_));
+    due_gauge_->set(int64_t(heap_.size()));
+  }
+
+  shard_services& s_;
+  const dataplane::crawler_config& cfg_;
+  interval_bounds bounds_;
+  bool stopping_ = false;
+  bool streamed_ = false;
+
+  // Sources this shard owns, by id (ordered: listing pages in id order).
+  std::map<uint64_t, std::unique_ptr<source>> sources_;
+  uint64_t durable_sources_ = 0;
+  // The schedule: (due unix ms, id), earliest first. Stale entries (the source moved or
+  // went) are skipped when popped: a push per reschedule, no search.
+  using due_entry = std::pair<int64_t, uint64_t>;
+  std::priority_queue<due_entry, std::vector<due_entry>, std::greater<>> heap_;
+  net::timer tick_;
+  int64_t tick_at_ = 0;  // unix ms the tick is armed for (0: not armed)
+
+  std::unordered_map<uint64_t, uint64_t> fetches_in_;  // fetch id -> source id
+  source* starting_ = nullptr;  // the source whose client.fetch() call is running
+  uint32_t in_flight_ = 0;
+  uint32_t writes_pending_ = 0;                       // crawl writes not yet acknowledged
+  std::vector<rt::write_ptr> backlog_;                // writes the ring refused, in order
+  std::vector<std::unique_ptr<reply_task>> replies_;  // replies send() refused, in order
+
+  // Per-shard scratch, reused from one fetch to the next.
+  net::fetch_request req_;
+  feed::parser parser_;
+  feed::feed feed_, trimmed_;
+  std::vector<feed::verdict> verdicts_;
+  std::vector<feed::entry_key> keys_;
+  std::vector<size_t> picks_;
+  rt::article_builder builder_;
+  std::string value_;
+  simdjson::ondemand::parser json_;
+
+  std::unordered_map<uint64_t, pending_change> pending_;
+  uint64_t next_request_ = 1;
+
+  rt::counter* fetches_[k_outcomes] = {};
+  rt::counter* articles_;
+  rt::counter* articles_dropped_;
+  rt::counter* credit_stalls_;
+  rt::gauge* in_flight_gauge_;
+  rt::gauge* sources_gauge_;
+  rt::gauge* due_gauge_;
+};
+
+// ---------------------------------------------------------------- tasks and writes
+
+void change_task::run(rt::shard& target) { crawler::of(target).change_on_owner(*this); }
+void change_task::done(rt::shard& origin) { crawler::of(origin).change_returned(*this); }
+void reply_task::run(rt::shard& target) {
+  crawler::of(target).change_replied(request, added, status);
+}
+void change_write::on_durable(rt::shard& s) { crawler::of(s).change_durable(*this); }
+void crawl_write::on_durable(rt::shard& s) { crawler::of(s).crawl_durable(*this); }
+void list_task::run(rt::shard& target) { crawler::of(target).list_on_owner(*this); }
+void status_task::run(rt::shard& target) { crawler::of(target).status_on_owner(*this); }
+
+void append_summary_json(const source_summary& s, std::string& out) {
+  out += "{\"id\": \"";
+  out += format_id(s.id);
+  out += "\", \"url\": ";
+  base::append_json_string(s.url, out);
+  out += ", \"title\": ";
+  base::append_json_string(s.title, out);
+  out += fmt::format(
+      ", \"last_fetch_ms\": {}, \"last_status\": {}, \"last_result\": \"{}\", "
+      "\"consecutive_errors\": {}}}",
+      s.last_fetch_ms, s.last_status,
+      k_outcome_names[std::min<size_t>(s.last_outcome, k_outcomes - 1)], s.consecutive_errors);
+}
+
+void list_task::done(rt::shard&) {
+  gather_state& st = *state;
+  for (auto& s : out) st.all.push_back(std::move(s));
+  if (--st.waiting != 0) return;
+  std::sort(st.all.begin(), st.all.end(),
+            [](const source_summary& a, const source_summary& b) { return a.id < b.id; });
+  net::http_response r;
+  r.cache_control = "no-store";
+  if (st.export_opml) {
+    std::vector<opml_feed> feeds;
+    feeds.reserve(st.all.size());
+    for (auto& s : st.all) feeds.push_back({std::move(s.url), std::move(s.title)});
+    r.storage = render_opml(feeds, "feedplane sources");
+    r.content_type = "text/x-opml; charset=utf-8";
+  } else {
+    const bool more = st.all.size() > st.limit;
+    if (more) st.all.resize(st.limit);
+    r.storage = "{\"sources\": [";
+    for (size_t i = 0; i < st.all.size(); ++i) {
+      if (i != 0) r.storage += ", ";
+      append_summary_json(st.all[i], r.storage);
+    }
+    r.storage += "], \"next\": ";
+    if (more && !st.all.empty()) {
+      r.storage += '"' + format_id(st.all.back().id) + '"';
+    } else {
+      r.storage += "null";
+    }
+    r.storage += "}\n";
+    r.content_type = "application/json";
+  }
+  r.body = r.storage;
+  st.later.complete(r);
+}
+
+void status_task::done(rt::shard&) {
+  net::http_response r;
+  if (!found) {
+    net::set_json_error(r, 404, "not_found", fmt::format("no source {}", format_id(id)));
+  } else {
+    r.storage = std::move(body);
+    r.body = r.storage;
+    r.content_type = "application/json";
+    r.cache_control = "no-store";
+  }
+  later.complete(r);
+}
+
+// ---------------------------------------------------------------- changes
+
+void crawler::change_on_owner(change_task& t) {
+  auto w = std::make_unique<change_write>();
+  w->requester = t.from;
+  w->request = t.request;
+  w->kind = t.kind;
+  if (!s_.rt->can_write()) {
+    t.busy = true;
+    return;
+  }
+  if (t.kind == change_kind::remove) {
+    source* s = find(t.remove_id);
+    if (s == nullptr || !s->durable) {
+      t.not_found = true;
+      return;
+    }
+    const std::string key = store_key(s->id);
+    w->ops.push_back({rt::kind::sources, true, key, {}});
+    w->ops.push_back({rt::kind::crawl, true, key, {}});
+    w->ids.push_back(s->id);
+  } else {
+    for (change_item& it : t.items) {
+      uint64_t sid = it.id;
+      bool dup = false;
+      // Probe from the URL's id: same URL = duplicate; another URL = a collision, next id.
+      for (source* s = find(sid); s != nullptr; s = find(sid)) {
+        if (s->url == it.url) {
+          dup = true;
+          break;
+        }
+        sid = next_id_candidate(sid);
+      }
+      if (t.first_id == 0) t.first_id = sid;
+      if (dup) {
+        ++t.duplicates;
+        continue;
+      }
+      // Reserved now (so a concurrent add sees it), installed once durable.
+      auto s = std::make_unique<source>();
+      s->id = sid;
+      s->url = it.url;
+      s->title = it.title;
+      s->rec.interval_s = initial_interval(bounds_);
+      source_record sr{it.url, it.title};
+      encode(sr, value_);
+      w->ops.push_back({rt::kind::sources, false, store_key(sid), value_});
+      w->ids.push_back(sid);
+      sources_.emplace(sid, std::move(s));
+    }
+    if (w->ids.empty()) return;
+  }
+  rt::write_ptr wp = std::move(w);
+  // Cannot fail: can_write() was checked above, on this thread, in this turn.
+  t.written = s_.rt->write(wp);
+}
+
+void crawler::change_durable(change_write& w) {
+  uint32_t added = 0;
+  for (uint64_t sid : w.ids) {
+    source* s = find(sid);
+    if (s == nullptr) continue;
+    if (w.kind == change_kind::remove) {
+      if (w.status != 0) continue;
+      const uint64_t fid = s->fetch_id;
+      if (s->durable) --durable_sources_;
+      sources_.erase(sid);  // first, so the cancelled fetch's callback finds nothing
+      if (fid != 0 && fid != k_starting) s_.client->cancel(fid);
+      ++added;
+    } else if (w.status != 0) {
+      sources_.erase(sid);  // not durable: the reservation goes
+    } else {
+      s->durable = true;
+      ++durable_sources_;
+      ++added;
+      schedule(*s, wall_ms(), reason::new_source);
+    }
+  }
+  update_gauges();
+  send_reply(w.requester, w.request, added, w.status);
+}
+
+void crawler::send_reply(uint32_t to, uint64_t request, uint32_t added, int32_t status) {
+  if (to == s_.rt->index()) {
+    change_replied(request, added, status);
+    return;
+  }
+  auto t = std::make_unique<reply_task>();
+  t->request = request;
+  t->added = added;
+  t->status = status;
+  rt::task_ptr tp = std::move(t);
+  if (!replies_.empty() || !s_.rt->send(to, tp)) {
+    replies_.emplace_back(static_cast<reply_task*>(tp.release()));
+    replies_.back()->to = to;
+    wake_at(wall_ms() + 5);
+  }
+}
+
+void crawler::change_returned(change_task& t) {
+  auto it = pending_.find(t.request);
+  if (it == pending_.end()) return;
+  pending_change& p = it->second;
+  p.duplicates += t.duplicates;
+  p.busy |= t.busy;
+  p.not_found |= t.not_found;
+  if (p.kind == change_kind::add_one) p.id = t.first_id;
+  --p.remaining;
+  if (t.written) ++p.remaining;  // the reply comes after this return (same ring, FIFO)
+  if (p.remaining == 0) finish_change(it->first, p);
+}
+
+void crawler::change_replied(uint64_t request, uint32_t added, int32_t status) {
+  auto it = pending_.find(request);
+  if (it == pending_.end()) return;
+  pending_change& p = it->second;
+  p.added += added;
+  if (status != 0) p.store_status = status;
+  if (--p.remaining == 0) finish_change(it->first, p);
+}
+
+// The answer to a change, from what its parts reported.
+void render_change(const pending_change& p, net::http_response& r) {
+  r.cache_control = "no-store";
+  r.content_type = "application/json";
+  if (p.store_status != 0) {
+    net::set_json_error(r, 503, store::store_errc_name(store::store_errc(p.store_status)),
+                        store::store_errc_message(store::store_errc(p.store_status)));
+    return;
+  }
+  if (p.busy) {
+    net::set_unavailable(r, "the store's write ring is full; retry (nothing is added twice)");
+    return;
+  }
+  if (p.kind == change_kind::remove) {
+    if (p.not_found) {
+      net::set_json_error(r, 404, "not_found", fmt::format("no source {}", format_id(p.id)));
+      return;
+    }
+    r.storage = fmt::format("{{\"deleted\": \"{}\"}}\n", format_id(p.id));
+  } else if (p.kind == change_kind::add_one) {
+    r.status = p.added != 0 ? 201 : 200;
+    r.storage = fmt::format("{{\"id\": \"{}\", \"url\": ", format_id(p.id));
+    base::append_json_string(p.url, r.storage);
+    r.storage += "}\n";
+  } else {
+    r.storage =
+        fmt::format("{{\"added\": {}, \"duplicates\": {}, \"invalid\": [", p.added, p.duplicates);
+    for (size_t i = 0; i < p.invalid.size(); ++i) {
+      if (i != 0) r.storage += ", ";
+      base::append_json_string(p.invalid[i], r.storage);
+    }
+    r.storage += "]}\n";
+  }
+  r.body = r.storage;
+}
+
+void crawler::finish_change(uint64_t request, pending_change& p) {
+  net::http_response r;
+  render_change(p, r);
+  p.later.complete(r);
+  pending_.erase(request);
+}
+
+// ---------------------------------------------------------------- reads
+
+source_summary summarize(const source& s) {
+  source_summary o;
+  o.id = s.id;
+  o.url = s.url;
+  o.title = s.title;
+  o.last_fetch_ms = s.rec.last_fetch_ms;
+  o.last_status = s.rec.last_status;
+  o.last_outcome = s.rec.last_outcome;
+  o.consecutive_errors = s.rec.consecutive_errors;
+  return o;
+}
+
+void crawler::list_on_owner(list_task& t) const {
+  for (auto it = sources_.upper_bound(t.after); it != sources_.end() && t.out.size() < t.limit;
+       ++it) {
+    if (it->second->durable) t.out.push_back(summarize(*it->second));
+  }
+}
+
+void crawler::status_on_owner(status_task& t) const {
+  auto it = sources_.find(t.id);
+  if (it == sources_.end() || !it->second->durable) return;
+  const source& s = *it->second;
+  const crawl_record& c = s.rec;
+  t.found = true;
+  std::string& b = t.body;
+  b = fmt::format("{{\"id\": \"{}\", \"shard\": {}, \"url\": ", format_id(s.id), s_.rt->index());
+  base::append_json_string(s.url, b);
+  b += ", \"title\": ";
+  base::append_json_string(s.title, b);
+  b += fmt::format(", \"fetches\": {}, \"articles\": {}, \"in_flight\": {}, ", c.fetches,
+                   c.articles, s.fetch_id != 0 ? "true" : "false");
+  if (c.last_fetch_ms != 0) {
+    b += fmt::format(
+        "\"last_fetch\": {{\"time_ms\": {}, \"result\": \"{}\", \"status\": {}, \"bytes\": {}, "
+        "\"new_entries\": {}}}, ",
+        c.last_fetch_ms, k_outcome_names[std::min<size_t>(c.last_outcome, k_outcomes - 1)],
+        c.last_status, c.last_bytes, c.last_new);
+  } else {
+    b += "\"last_fetch\": null, ";
+  }
+  b += fmt::format("\"next_fetch\": {{\"time_ms\": {}, \"reason\": ", c.next_fetch_ms);
+  base::append_json_string(
+      k_reason_text[std::min<size_t>(c.next_reason, std::size(k_reason_text) - 1)], b);
+  b += fmt::format("}}, \"interval_s\": {}, \"consecutive_errors\": {}, \"last_error\": ",
+                   c.interval_s, c.consecutive_errors);
+  if (c.last_error.empty()) {
+    b += "null";
+  } else {
+    base::append_json_string(c.last_error, b);
+  }
+  b += ", \"validators\": {\"etag\": ";
+  base::append_json_string(c.etag, b);
+  b += ", \"last_modified\": ";
+  base::append_json_string(c.last_modified, b);
+  b += fmt::format(", \"document_hash\": \"{:016x}\"}}, \"seen_entries\": {}}}\n",
+                   s.state.document_hash(), s.state.seen().size());
+}
+
+// ---------------------------------------------------------------- start-up
+
+void crawler::on_record(rt::shard&, rt::kind k, std::string_view key, std::string_view value) {
+  uint64_t sid = 0;
+  if (!parse_store_key(key, &sid)) return;
+  if (k == rt::kind::sources) {
+    source_record sr;
+    if (!decode(value, sr)) return;
+    auto s = std::make_unique<source>();
+    s->id = sid;
+    s->url = std::move(sr.url);
+    s->title = std::move(sr.title);
+    s->durable = true;
+    s->rec.interval_s = initial_interval(bounds_);
+    if (sources_.emplace(sid, std::move(s)).second) ++durable_sources_;
+  } else if (k == rt::kind::crawl) {
+    // The store streams kind::sources before kind::crawl: the source is here already.
+    source* s = find(sid);
+    crawl_record cr;
+    if (s == nullptr || !decode(value, cr)) return;
+    s->state.restore(cr.document_hash, cr.seen);
+    cr.seen.clear();
+    cr.seen.shrink_to_fit();
+    s->rec = std::move(cr);
+    s->fetched = true;
+  }
+}
+
+void crawler::on_streamed(rt::shard&) {
+  streamed_ = true;
+  const int64_t now = wall_ms();
+  for (auto& [sid, s] : sources_) {
+    if (!s->durable) continue;
+    if (s->fetched) {
+      schedule(*s, std::max(now, s->rec.next_fetch_ms), reason::restart);
+    } else {
+      schedule(*s, now, reason::new_source);
+    }
+  }
+  update_gauges();
+  pump();
+}
+
+// ---------------------------------------------------------------- the schedule
+
+void crawler::schedule(source& s, int64_t at_ms, reason why) {
+  s.rec.next_fetch_ms = at_ms;
+  s.rec.next_reason = uint8_t(why);
+  heap_.emplace(at_ms, s.id);
+  wake_at(at_ms);
+}
+
+void crawler::wake_at(int64_t at_ms) {
+  if (stopping_ || !streamed_) return;
+  if (tick_.armed() && tick_at_ <= at_ms) return;
+  net::loop& l = s_.rt->loop();
+  l.disarm(tick_);
+  tick_at_ = at_ms;
+  l.arm(tick_, uint64_t(std::max<int64_t>(0, at_ms - wall_ms())));
+}
+
+void crawler::flush_backlog() {
+  size_t i = 0;
+  for (; i < backlog_.size(); ++i) {
+    if (!s_.rt->write(backlog_[i])) break;
+  }
+  backlog_.erase(backlog_.begin(), backlog_.begin() + ptrdiff_t(i));
+  size_t j = 0;
+  for (; j < replies_.size(); ++j) {
+    rt::task_ptr tp = std::move(replies_[j]);
+    const uint32_t to = tp->to;
+    if (!s_.rt->send(to, tp)) {
+      replies_[j].reset(static_cast<reply_task*>(tp.release()));
+      break;
+    }
+  }
+  replies_.erase(replies_.begin(), replies_.begin() + ptrdiff_t(j));
+}
+
+// Starts every due fetch the credits allow. Why it is cheap: a heap pop per due source,
+// nothing per idle source.
+void crawler::pump() {
+  tick_at_ = 0;
+  if (stopping_) return;
+  flush_backlog();
+  const int64_t now = wall_ms();
+  rt::write_ring& ring = s_.rt->peers().writes(s_.rt->index());
+  bool blocked = !backlog_.empty() || !replies_.empty();
+  while (!blocked && !heap_.empty() && heap_.top().first <= now) {
+    // Credits: each fetch in flight holds one write slot (its articles and state travel in
+    // one write), so a finished fetch always finds room; a full ring starts nothing.
+    if (in_flight_ >= cfg_.max_in_flight || in_flight_ + 1 > ring.free_slots()) {
+      credit_stalls_->add();
+      blocked = true;
+      break;
+    }
+    const auto [at, sid] = heap_.top();
+    heap_.pop();
+    source* s = find(sid);
+    if (s == nullptr || !s->durable || s->rec.next_fetch_ms != at || s->fetch_id != 0) continue;
+    if (s->writing) {
+      schedule(*s, now + 1000, reason::store_busy);
+      continue;
+    }
+    start_fetch(*s);
+  }
+  update_gauges();
+  if (blocked) {
+    wake_at(now + 5);
+  } else if (!heap_.empty()) {
+    wake_at(std::min(heap_.top().first, now + 60'000));
+  }
+}
+
+void crawler::start_fetch(source& s) {
+  req_.url = s.url;
+  req_.if_none_match = s.rec.etag;
+  req_.if_modified_since = s.rec.last_modified;
+  s.fetch_id = k_starting;
+  ++in_flight_;
+  starting_ = &s;
+  const uint64_t fid = s_.client->fetch(req_, &crawler::on_fetched, this);
+  starting_ = nullptr;
+  // A fetch that failed inside fetch() (a bad URL) already ran its callback.
+  if (s.fetch_id == k_starting) {
+    s.fetch_id = fid;
+    fetches_in_.emplace(fid, s.id);
+  }
+}
+
+void crawler::fetched(uint64_t fetch_id, net::fetch_result& r) {
+  --in_flight_;
+  uint64_t sid = 0;
+  if (starting_ != nullptr && starting_->fetch_id == k_starting) {
+    sid = starting_->id;
+  } else {
+    auto it = fetches_in_.find(fetch_id);
+    if (it == fetches_in_.end()) return;
+    sid = it->second;
+    fetches_in_.erase(it);
+  }
+  source* s = find(sid);
+  if (s == nullptr) return;  // deleted meanwhile
+  s->fetch_id = 0;
+  if (stopping_ || r.error == net::fetch_error::cancelled) return;  // nothing learnt
+  const int64_t now = wall_ms();
+  crawl_record& c = s->rec;
+  c.last_fetch_ms = now;
+  c.last_status = uint32_t(r.status);
+  c.last_bytes = r.wire_bytes;
+  c.last_new = 0;
+  ++c.fetches;
+  if (r.error != net::fetch_error::ok) {
+    fail(*s, net::fetch_error_name(r.error), now);
+  } else if (r.status == 304) {
+    c.consecutive_errors = 0;
+    c.last_outcome = uint8_t(outcome::not_modified);
+    count(outcome::not_modified);
+    const uint32_t before = c.interval_s;
+    c.interval_s = adapt_interval(c.interval_s, 0, 0, bounds_);
+    schedule(*s, now + int64_t(c.interval_s) * 1000, reason::adaptive);
+    // Nothing new to keep: persist only when the schedule moved (a restart then resumes it).
+    if (c.interval_s != before) commit(*s, {});
+  } else if (r.status < 200 || r.status > 299) {
+    fail(*s, fmt::format("http_{}", r.status), now);
+  } else {
+    ingest(*s, r, now);
+  }
+  update_gauges();
+}
+
+void crawler::fail(source& s, std::string_view error_name, int64_t now) {
+  crawl_record& c = s.rec;
+  ++c.consecutive_errors;
+  c.last_error.assign(error_name);
+  c.last_outcome = uint8_t(outcome::error);
+  count(outcome::error);
+  schedule(s, now + int64_t(error_backoff(c.consecutive_errors, bounds_)) * 1000,
+           reason::error_backoff);
+  commit(s, {});
+}
+
+void crawler::ingest(source& s, net::fetch_result& r, int64_t now) {
+  crawl_record& c = s.rec;
+  const uint64_t old_hash = s.state.document_hash();
+  if (s.state.same_document(r.body)) {
+    c.consecutive_errors = 0;
+    c.last_outcome = uint8_t(outcome::unchanged);
+    count(outcome::unchanged);
+    c.etag = r.etag;
+    c.last_modified = r.last_modified;
+    c.interval_s = adapt_interval(c.interval_s, 0, 0, bounds_);
+    schedule(s, now + int64_t(c.interval_s) * 1000, reason::adaptive);
+    commit(s, {});
+    return;
+  }
+  feed::parse_options po;
+  po.base_url = r.final_url;
+  po.content_type = r.content_type;
+  const feed::parse_errc pe = parser_.parse(r.body, po, feed_);
+  if (pe != feed::parse_errc::ok && feed_.entries.empty()) {
+    // Forget this document's hash: the same bytes next time are the same error, not
+    // "unchanged".
+    auto snap = s.state.seen().snapshot();
+    s.state = feed::feed_state();
+    s.state.restore(old_hash, snap);
+    fail(s, feed::errc_name(pe), now);
+    return;
+  }
+  std::vector<std::pair<uint64_t, uint64_t>> snap;
+  if (feed_.entries.size() > k_credit) snap = s.state.seen().snapshot();
+  s.state.classify(feed_, verdicts_);
+  feed::compute_keys(feed_, keys_);
+  // New on a first fetch only when published within the recent window (DESIGN.md 9).
+  const int64_t now_s = now / 1000;
+  const int64_t window_start = now_s - int64_t(cfg_.recent_window_s);
+  picks_.clear();
+  uint32_t fresh = 0;
+  for (size_t i = 0; i < verdicts_.size(); ++i) {
+    if (verdicts_[i] != feed::verdict::fresh && verdicts_[i] != feed::verdict::updated) continue;
+    ++fresh;
+    const feed::entry& e = feed_.entries[i];
+    const int64_t published = e.has_published ? e.published : e.has_updated ? e.updated : now_s;
+    if (!s.fetched && published < window_start) continue;
+    picks_.push_back(i);
+  }
+  const bool overflow = picks_.size() > k_credit;
+  if (overflow) {
+    // Commit the first k_credit picks with exactly their identities; the rest stay unseen
+    // and the validators and document hash stay old, so the next fetch gets them again.
+    s.state = feed::feed_state();
+    s.state.restore(old_hash, snap);
+    std::vector<bool> drop(feed_.entries.size(), false);
+    for (size_t j = k_credit; j < picks_.size(); ++j) drop[picks_[j]] = true;
+    trimmed_.entries.clear();
+    for (size_t i = 0; i < feed_.entries.size(); ++i) {
+      if (!drop[i]) trimmed_.entries.push_back(feed_.entries[i]);
+    }
+    s.state.classify(trimmed_, verdicts_);
+    picks_.resize(k_credit);
+    schedule(s, now + 1000, reason::credit);
+  } else {
+    c.etag = r.etag;
+    c.last_modified = r.last_modified;
+    // The first document says nothing about the rate (everything in it is unseen).
+    if (s.fetched)
+      c.interval_s = adapt_interval(c.interval_s, fresh, uint32_t(verdicts_.size()), bounds_);
+    schedule(s, now + int64_t(c.interval_s) * 1000, reason::adaptive);
+  }
+  std::vector<rt::article_ref> articles;
+  articles.reserve(picks_.size());
+  for (size_t i : picks_) {
+    const feed::entry& e = feed_.entries[i];
+    builder_.clear();
+    builder_.meta.source_id = s.id;
+    builder_.meta.identity_hash = keys_[i].identity;
+    builder_.meta.content_hash = keys_[i].content;
+    builder_.meta.published = e.has_published ? e.published : e.has_updated ? e.updated : now_s;
+    builder_.meta.fetched = now_s;
+    builder_.source_url = s.url;
+    builder_.guid = e.id;
+    builder_.title = e.title;
+    builder_.link = e.link;
+    if (!e.authors.empty()) builder_.author = e.authors.front().name;
+    builder_.summary = e.summary;
+    builder_.content = e.content;
+    rt::article_ref a = builder_.freeze();
+    if (a) {
+      articles.push_back(std::move(a));
+    } else {
+      articles_dropped_->add();
+    }
+  }
+  c.consecutive_errors = 0;
+  c.last_new = uint32_t(articles.size());
+  c.last_outcome = uint8_t(articles.empty() ? outcome::no_new_entries : outcome::new_entries);
+  count(outcome(c.last_outcome));
+  s.fetched = true;
+  commit(s, std::move(articles));
+}
+
+// One write: the feed's state and its new articles, all or nothing (DESIGN.md 9).
+void crawler::commit(source& s, std::vector<rt::article_ref> articles) {
+  auto w = std::make_unique<crawl_write>();
+  w->source_id = s.id;
+  crawl_record out = s.rec;
+  out.articles += articles.size();
+  out.document_hash = s.state.document_hash();
+  out.seen = s.state.seen().snapshot();
+  encode(out, value_);
+  w->ops.push_back({rt::kind::crawl, false, store_key(s.id), value_});
+  w->articles = std::move(articles);
+  s.writing = true;
+  ++writes_pending_;
+  rt::write_ptr wp = std::move(w);
+  if (!backlog_.empty() || !s_.rt->write(wp)) {
+    backlog_.push_back(std::move(wp));
+    wake_at(wall_ms() + 5);
+  }
+}
+
+void crawler::crawl_durable(crawl_write& w) {
+  --writes_pending_;
+  source* s = find(w.source_id);
+  if (s == nullptr) return;
+  s->writing = false;
+  if (w.status != 0) {
+    s->rec.last_error.assign(store::store_errc_name(store::store_errc(w.status)));
+    return;
+  }
+  s->rec.articles += w.articles.size();
+  articles_->add(w.articles.size());
+}
+
+// ---------------------------------------------------------------- routes
+
+crawler& crawler_of(net::request_context& ctx) {
+  return ctx.context_as<shard_services>().get<crawler>();
+}
+
+// Sends one change_task per owner shard; answers once every part is durable.
+void send_changes(net::request_context& ctx, net::http_response& r, pending_change p,
+                  std::vector<change_item> items, uint64_t remove_id) {
+  auto& sv = ctx.context_as<shard_services>();
+  rt::shard& sh = *sv.rt;
+  const uint32_t n = sh.count();
+  std::vector<std::vector<change_item>> by_owner(n);
+  for (auto& it : items) by_owner[owner_of(it.id, n)].push_back(std::move(it));
+  std::vector<uint32_t> targets;
+  for (uint32_t j = 0; j < n; ++j) {
+    const bool wanted =
+        p.kind == change_kind::remove ? j == owner_of(remove_id, n) : !by_owner[j].empty();
+    if (!wanted) continue;
+    if (!sh.can_send(j)) {
+      net::set_unavailable(r, fmt::format("shard {} is busy; retry", j));
+      return;
+    }
+    targets.push_back(j);
+  }
+  crawler& c = crawler_of(ctx);
+  if (targets.empty()) {  // an import with nothing valid in it: answered at once
+    render_change(p, r);
+    return;
+  }
+  p.later = r.later;
+  p.remaining = uint32_t(targets.size());
+  const change_kind kind = p.kind;
+  const uint64_t req = c.new_request(std::move(p));
+  r.defer = true;
+  sv.requests_deferred->add();
+  for (uint32_t j : targets) {
+    auto t = std::make_unique<change_task>();
+    t->request = req;
+    t->kind = kind;
+    t->items = std::move(by_owner[j]);
+    t->remove_id = remove_id;
+    rt::task_ptr tp = std::move(t);
+    sh.send(j, tp);  // cannot refuse: can_send checked above, on this thread
+  }
+}
+
+bool parse_source_url(std::string_view text, change_item& out, std::string* why) {
+  net::url u;
+  bool unsupported = false;
+  if (text.size() > k_max_url) {
+    *why = fmt::format("the URL is longer than {} bytes", k_max_url);
+    return false;
+  }
+  if (!net::parse_url(base::ascii_trim(text), u, &unsupported)) {
+    *why = unsupported ? "only http and https URLs can be crawled" : "not an absolute URL";
+    return false;
+  }
+  out.url = u.str();
+  out.id = source_id(politeness_key(u.host), out.url);
+  return true;
+}
+
+void add_source_route(net::request_context& ctx, net::http_response& r,
+                      const dataplane::config& cfg) {
+  if (!dataplane::require_admin(ctx, cfg, r)) return;
+  crawler& c = crawler_of(ctx);
+  const std::string_view b = ctx.padded_body();
+  simdjson::padded_string_view ps(b.data(), b.size(), b.size() + net::body_padding);
+  simdjson::ondemand::document doc;
+  std::string_view url, title;
+  if (c.json().iterate(ps).get(doc) != simdjson::SUCCESS) {
+    net::set_json_error(r, 400, "invalid_json", "the body is not JSON");
+    return;
+  }
+  simdjson::ondemand::object obj;
+  if (doc.get_object().get(obj) != simdjson::SUCCESS ||
+      obj["url"].get_string().get(url) != simdjson::SUCCESS) {
+    net::set_json_error(r, 400, "invalid_json", "expected {\"url\": \"https://...\"}");
+    return;
+  }
+  std::string url_copy(url);
+  if (obj["title"].get_string().get(title) != simdjson::SUCCESS) title = {};
+  change_item it;
+  std::string why;
+  if (!parse_source_url(url_copy, it, &why)) {
+    net::set_json_error(r, 400, "invalid_url", why);
+    return;
+  }
+  it.title.assign(title);
+  pending_change p;
+  p.kind = change_kind::add_one;
+  p.url = it.url;
+  std::vector<change_item> items;
+  items.push_back(std::move(it));
+  send_changes(ctx, r, std::move(p), std::move(items), 0);
+}
+
+void import_route(net::request_context& ctx, net::http_response& r, const dataplane::config& cfg) {
+  if (!dataplane::require_admin(ctx, cfg, r)) return;
+  opml_import doc;
+  std::string why;
+  if (!parse_opml(ctx.request().body, doc, &why)) {
+    net::set_json_error(r, 400, "invalid_opml", why);
+    return;
+  }
+  pending_change p;
+  p.kind = change_kind::import;
+  p.duplicates = doc.duplicates;
+  p.invalid = std::move(doc.invalid);
+  std::vector<change_item> items;
+  items.reserve(doc.feeds.size());
+  for (opml_feed& f : doc.feeds) {
+    change_item it;
+    if (!parse_source_url(f.url, it, &why)) {
+      p.invalid.push_back(std::move(f.url));
+      continue;
+    }
+    it.title = std::move(f.title);
+    items.push_back(std::move(it));
+  }
+  send_changes(ctx, r, std::move(p), std::move(items), 0);
+}
+
+bool id_param(net::request_context& ctx, net::http_response& r, uint64_t* id) {
+  if (parse_id(ctx.param("id"), id)) return true;
+  net::set_json_error(r, 404, "not_found",
+                      fmt::format("no source {:?}: ids are 16 hex digits", ctx.param("id")));
+  return false;
+}
+
+void delete_route(net::request_context& ctx, net::http_response& r, const dataplane::config& cfg) {
+  if (!dataplane::require_admin(ctx, cfg, r)) return;
+  uint64_t id = 0;
+  if (!id_param(ctx, r, &id)) return;
+  pending_change p;
+  p.kind = change_kind::remove;
+  p.id = id;
+  send_changes(ctx, r, std::move(p), {}, id);
+}
+
+void status_route(net::request_context& ctx, net::http_response& r, const dataplane::config& cfg) {
+  if (!dataplane::require_admin(ctx, cfg, r)) return;
+  uint64_t id = 0;
+  if (!id_param(ctx, r, &id)) return;
+  auto& sv = ctx.context_as<shard_services>();
+  const uint32_t owner = owner_of(id, sv.rt->count());
+  if (!sv.rt->can_send(owner)) {
+    net::set_unavailable(r, fmt::format("shard {} is busy; retry", owner));
+    return;
+  }
+  auto t = std::make_unique<status_task>();
+  t->id = id;
+  t->later = r.later;
+  r.defer = true;
+  sv.requests_deferred->add();
+  rt::task_ptr tp = std::move(t);
+  sv.rt->send(owner, tp);
+}
+
+void gather_route(net::request_context& ctx, net::http_response& r, const dataplane::config& cfg,
+                  bool export_opml) {
+  if (!dataplane::require_admin(ctx, cfg, r)) return;
+  auto& sv = ctx.context_as<shard_services>();
+  rt::shard& sh = *sv.rt;
+  auto st = std::make_shared<gather_state>();
+  st->export_opml = export_opml;
+  st->limit = export_opml ? UINT32_MAX : 100;
+  if (!export_opml) {
+    const net::query_string& q = ctx.query();
+    if (q.has("after") && !parse_id(q.get("after"), &st->after)) {
+      net::set_json_error(r, 400, "invalid_query", "after: a source id (16 hex digits)");
+      return;
+    }
+    if (q.has("limit")) {
+      const std::string_view l = q.get("limit");
+      uint32_t v = 0;
+      const auto [end, ec] = std::from_chars(l.data(), l.data() + l.size(), v);
+      if (ec != std::errc() || end != l.data() + l.size() || v == 0 || v > k_max_list) {
+        net::set_json_error(r, 400, "invalid_query", fmt::format("limit: 1..{}", k_max_list));
+        return;
+      }
+      st->limit = v;
+    }
+  }
+  for (uint32_t j = 0; j < sh.count(); ++j) {
+    if (!sh.can_send(j)) {
+      net::set_unavailable(r, fmt::format("shard {} is busy; retry", j));
+      return;
+    }
+  }
+  st->waiting = sh.count();
+  st->later = r.later;
+  r.defer = true;
+  sv.requests_deferred->add();
+  for (uint32_t j = 0; j < sh.count(); ++j) {
+    auto t = std::make_unique<list_task>();
+    t->state = st;
+    t->after = st->after;
+    // One more than the page, so the merge knows whether a next page exists.
+    t->limit = st->limit == UINT32_MAX ? UINT32_MAX : st->limit + 1;
+    rt::task_ptr tp = std::move(t);
+    sh.send(j, tp);  // cannot refuse: can_send checked above, on this thread
+  }
+}
+
+void add_routes(net::router& routes, const dataplane::config& cfg) {
+  const dataplane::config* c = &cfg;  // outlives the router (run_serve's)
+  routes.add("POST", "/api/sources", [c](net::request_context& ctx, net::http_response& r) {
+    add_source_route(ctx, r, *c);
+  });
+  routes.add("GET", "/api/sources", [c](net::request_context& ctx, net::http_response& r) {
+    gather_route(ctx, r, *c, false);
+  });
+  routes.add("GET", "/api/sources/{id}",
+             [c](net::request_context& ctx, net::http_response& r) { status_route(ctx, r, *c); });
+  routes.add("DELETE", "/api/sources/{id}",
+             [c](net::request_context& ctx, net::http_response& r) { delete_route(ctx, r, *c); });
+  routes.add("POST", "/api/sources:import",
+             [c](net::request_context& ctx, net::http_response& r) { import_route(ctx, r, *c); });
+  routes.add("GET", "/api/sources:export", [c](net::request_context& ctx, net::http_response& r) {
+    gather_route(ctx, r, *c, true);
+  });
+}
+
+uint32_t owner(rt::kind, std::string_view key, uint32_t shards) {
+  uint64_t id = 0;
+  return parse_store_key(key, &id) ? owner_of(id, shards) : 0;
+}
+
+std::unique_ptr<dataplane::component> create(shard_services& s) {
+  return std::make_unique<crawler>(s);
+}
+
+}  // namespace
+
+const dataplane::component_def def = {
+    "crawler",
+    dataplane::component_id::crawler,
+    {rt::kind::sources, rt::kind::crawl},
+    &owner,
+    &add_routes,
+    &create,
+};
+
+}  // namespace feedplane::crawler

@@ -1,0 +1,30 @@
+// The reflector: accounts, subscriptions, their last-k lists and the feeds they serve, as
+// a per-shard component of `feedplane serve` (component.h).
+//
+// Placement (token.h): an account or subscription lives on the shard of its partition;
+// owner() places its store records there at start-up, so --shards may change.
+//
+// Routes (JSON bodies parsed with simdjson; errors {"error": CODE, "message": ...}):
+//   POST   /api/accounts                 201 {"id", "secret"} (the secret is shown once)
+//   POST   /api/subscriptions            Bearer SECRET; {"query", "k"?, "title"?} -> 201
+//   GET    /api/subscriptions            Bearer SECRET; {"subscriptions": [...]}
+//   GET    /api/subscriptions/{id}       Bearer SECRET
+//   PATCH  /api/subscriptions/{id}       Bearer SECRET; {"query"?, "k"?, "title"?}
+//   DELETE /api/subscriptions/{id}       Bearer SECRET; 204
+//   POST   /api/subscriptions:bulk       admin token; JSON Lines in and out
+//   GET    /f/{token}  /f/{token}.atom  /f/{token}.json   RSS 2.0, Atom 1.0, JSON Feed 1.1
+//
+// Every change is acknowledged once durable (the store's ack) and installed on the owner.
+// Lists are derived state: at start-up `feedplane serve` replays the article log and the
+// shards re-match it (store_options::replay_from); each subscription records the last
+// sequence its shard had applied when it was created, so a replay gives it the same list.
+#pragma once
+
+#include "feedplane/dataplane/component.h"
+
+namespace feedplane::reflector {
+
+// The component's definition for `feedplane serve` (kinds accounts and subscriptions).
+const dataplane::component_def& component();
+
+}  // namespace feedplane::reflector

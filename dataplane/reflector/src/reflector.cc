@@ -1,0 +1,1521 @@
+#include "feedplane/reflector/reflector.h"
+
+#include <fmt/format.h>
+#include <libdeflate.h>
+#include <openssl/sha.h>
+#include <simdjson.h>
+
+#include <algorithm>
+#include <array>
+#include <ctime>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "feedplane/base/ascii.h"
+#include "feedplane/base/json.h"
+#include "feedplane/dataplane/auth.h"
+#include "feedplane/dataplane/config.h"
+#include "feedplane/feed/text.h"
+#include "feedplane/matcher/index.h"
+#include "feedplane/matcher/query.h"
+#include "feedplane/matcher/text.h"
+#include "feedplane/net/http_server.h"
+#include "feedplane/reflector/last_k.h"
+#include "feedplane/reflector/render.h"
+#include "feedplane/reflector/token.h"
+#include "feedplane/runtime/article.h"
+#include "feedplane/runtime/shard.h"
+#include "feedplane/store/store.h"
+
+static_assert(simdjson::SIMDJSON_PADDING <= feedplane::net::body_padding);
+
+namespace feedplane::reflector {
+
+namespace {
+
+namespace rt = runtime;
+using dataplane::shard_services;
+
+// Per-shard article cache: what a feed renders, copied while the broadcast article is
+// alive. Beyond the budget the oldest entries go (a miss reads the article back from the
+// store).
+constexpr size_t cache_budget_bytes = size_t{64} << 20;
+constexpr size_t summary_max_bytes = 1000;  // plain text kept per article
+constexpr size_t title_max_bytes = 400;     // of a subscription's title
+constexpr uint32_t slot_chunk = 1024;       // slots per chunk of a partition's slot array
+
+int64_t wall_now() { return int64_t(std::time(nullptr)); }
+
+// A feed rendered once per change, immutable once made: the owner shard keeps it until the
+// next change, and a poll from another shard holds a reference while it sends the body.
+struct rendered {
+  std::string body, gzip, etag;
+  int64_t last_modified = 0;
+  feed_format format = feed_format::rss;
+};
+using rendered_ptr = std::shared_ptr<const rendered>;
+
+struct cached_article {
+  std::string title, link, guid, source_url, summary;
+  int64_t published = 0;
+  size_t bytes() const {
+    return sizeof(*this) + title.size() + link.size() + guid.size() + source_url.size() +
+           summary.size();
+  }
+};
+
+struct subscription {
+  std::string id, account, query, title;
+  uint32_t k = 10;
+  uint32_t partition = 0, slot = 0;
+  std::array<uint8_t, 16> token_bits{};
+  uint64_t generation = 1;  // bumped by every change of the query
+  uint64_t from_seq = 0;    // matches only articles after this sequence (its shard's then)
+  int64_t created = 0;
+  int64_t changed = 0;  // Last-Modified: wall-clock second of the last change
+  bool live = false;    // durable and acknowledged (pending: matching, not listed)
+  last_k list;
+  std::vector<std::string> words;  // the query's positive words, for marking
+  std::array<rendered_ptr, feed_formats> feeds;
+
+  std::string token() const {
+    feed_token t;
+    t.partition = partition;
+    t.slot = slot;
+    t.random_bits = token_bits;
+    return encode_token(t);
+  }
+  void invalidate(int64_t now) {
+    for (auto& f : feeds) f.reset();
+    changed = now;
+  }
+};
+
+struct account {
+  std::array<uint8_t, 32> secret_sha256{};
+  bool has_secret = false;  // accounts made by bulk have none
+  int64_t created = 0;
+};
+
+// One partition's slots: index ids + 1 (0 = free). Chunks never move.
+struct partition_slots {
+  std::vector<std::unique_ptr<uint32_t[]>> chunks;
+  uint32_t size = 0;
+  std::vector<uint32_t> free;
+
+  uint32_t get(uint32_t slot) const {
+    return slot < size ? chunks[slot / slot_chunk][slot % slot_chunk] : 0;
+  }
+  void set(uint32_t slot, uint32_t v) {
+    while (slot >= chunks.size() * slot_chunk) {
+      chunks.push_back(std::make_unique<uint32_t[]>(slot_chunk));  // zeroed
+    }
+    if (slot >= size) {
+      for (uint32_t s = size; s < slot; ++s) free.push_back(s);
+      size = slot + 1;
+    }
+    chunks[slot / slot_chunk][slot % slot_chunk] = v;
+  }
+  uint32_t allocate() {
+    while (!free.empty()) {
+      const uint32_t s = free.back();
+      free.pop_back();
+      if (get(s) == 0) return s;  // a slot a record claimed meanwhile is skipped
+    }
+    return size;
+  }
+};
+
+// A request's answer, filled on the shard that owns the state it needs and sent by the
+// shard that holds the connection (`origin`). Created on the origin; after a target set
+// `async`, only the target touches it until its reply task reaches the origin.
+class reflector;
+struct call {
+  uint32_t origin = 0;
+  net::deferred_response later;  // the origin's; used on the origin only
+  int status = 500;
+  std::string body;                // JSON; error bodies from error_json()
+  std::vector<std::string> lines;  // bulk: one result line per input line of the group
+  std::string_view content_type = "application/json";
+  bool async = false;  // the target answers later (after the store's ack), in a reply task
+  std::function<void(reflector&, call&)> on_answer;  // origin: instead of an HTTP answer
+};
+using call_ptr = std::shared_ptr<call>;
+
+// A task whose halves are closures (the control path: accounts, subscriptions).
+struct fn_task final : rt::task {
+  std::function<void(rt::shard&)> on_target, on_origin;
+  void run(rt::shard& s) override {
+    if (on_target) on_target(s);
+  }
+  void done(rt::shard& s) override {
+    if (on_origin) on_origin(s);
+  }
+};
+
+// A durable write whose acknowledgement runs a closure on the writing shard.
+struct fn_write final : rt::store_write {
+  std::function<void(rt::shard&, fn_write&)> fn;
+  void on_durable(rt::shard& s) override { fn(s, *this); }
+};
+
+std::string error_json(std::string_view code, std::string_view message) {
+  std::string b = "{\"error\": ";
+  base::append_json_string(code, b);
+  b += ", \"message\": ";
+  base::append_json_string(message, b);
+  b += "}\n";
+  return b;
+}
+
+void set_call_error(call& c, int status, std::string_view code, std::string_view message) {
+  c.status = status;
+  c.body = error_json(code, message);
+}
+
+// Fields a subscription request may carry.
+struct sub_spec {
+  std::optional<std::string> query, title, account;
+  std::optional<uint32_t> k;
+  std::optional<bool> backfill;
+};
+
+struct spec_error {
+  std::string code, message;
+  size_t column = 0;   // invalid_query: where
+  std::string reason;  // invalid_query: the matcher's errc name
+};
+
+// Parses one JSON object of a subscription request. `bulk` allows account and backfill.
+// json has simdjson::SIMDJSON_PADDING readable bytes after its end.
+bool parse_spec(simdjson::ondemand::parser& p, std::string_view json, bool bulk, sub_spec& out,
+                spec_error& err) {
+  auto fail = [&](std::string_view code, std::string message) {
+    err.code = code;
+    err.message = std::move(message);
+    return false;
+  };
+  simdjson::ondemand::document doc;
+  simdjson::padded_string_view in(json.data(), json.size(),
+                                  json.size() + simdjson::SIMDJSON_PADDING);
+  if (auto e = p.iterate(in).get(doc); e) return fail("bad_json", simdjson::error_message(e));
+  simdjson::ondemand::object obj;
+  if (auto e = doc.get_object().get(obj); e) return fail("bad_json", "expected a JSON object");
+  for (auto field : obj) {
+    std::string_view key;
+    if (auto e = field.unescaped_key().get(key); e)
+      return fail("bad_json", simdjson::error_message(e));
+    auto value = field.value();
+    if (key == "query" || key == "title" || (bulk && key == "account")) {
+      std::string_view s;
+      if (value.get_string().get(s))
+        return fail("bad_value", fmt::format("\"{}\" must be a string", key));
+      (key == "query" ? out.query : key == "title" ? out.title : out.account) = std::string(s);
+    } else if (key == "k") {
+      uint64_t k = 0;
+      if (value.get_uint64().get(k) || k < 1 || k > max_k)
+        return fail("bad_value", fmt::format("\"k\" must be an integer from 1 to {}", max_k));
+      out.k = uint32_t(k);
+    } else if (bulk && key == "backfill") {
+      bool b = false;
+      if (value.get_bool().get(b)) return fail("bad_value", "\"backfill\" must be true or false");
+      out.backfill = b;
+    } else {
+      std::string msg = "unknown field ";
+      base::append_json_string(key, msg);
+      return fail("unknown_field", msg + (bulk ? " (fields: account, query, k, title, backfill)"
+                                               : " (fields: query, k, title)"));
+    }
+  }
+  // current_location() is an error (out of bounds) only at the end of the document.
+  if (const char* rest = nullptr; !doc.current_location().get(rest))
+    return fail("bad_json", "trailing content after the JSON object");
+  if (out.title && out.title->size() > title_max_bytes)
+    return fail("bad_value", fmt::format("\"title\" is longer than {} bytes", title_max_bytes));
+  return true;
+}
+
+std::string spec_error_json(const spec_error& e) {
+  std::string b = "{\"error\": ";
+  base::append_json_string(e.code, b);
+  b += ", \"message\": ";
+  base::append_json_string(e.message, b);
+  if (!e.reason.empty()) {
+    b += ", \"reason\": ";
+    base::append_json_string(e.reason, b);
+    b += fmt::format(", \"column\": {}", e.column);
+  }
+  b += "}\n";
+  return b;
+}
+
+// A new subscription on its way to the shard of its partition.
+struct new_sub {
+  std::string id, account, query, title;
+  uint32_t k = 10;
+  bool account_new = false;  // bulk: write the account's record with this subscription
+};
+
+class reflector final : public dataplane::component {
+ public:
+  static constexpr dataplane::component_id id = dataplane::component_id::reflector;
+
+  explicit reflector(shard_services& s);
+  ~reflector() override;
+  reflector(const reflector&) = delete;
+  reflector& operator=(const reflector&) = delete;
+
+  static reflector& of(rt::shard& s) { return shard_services::of(s).get<reflector>(); }
+  static reflector& of(net::request_context& ctx) {
+    return ctx.context_as<shard_services>().get<reflector>();
+  }
+
+  void on_article(rt::shard& s, const rt::article_ref& a) override;
+  void on_record(rt::shard& s, rt::kind k, std::string_view key, std::string_view value) override;
+  void on_streamed(rt::shard& s) override;
+  void stop() override { stopping_ = true; }
+  bool quiescent() const override { return outbox_.empty(); }
+
+  // ---- routes (on the shard that holds the connection) ----
+  void create_account(net::request_context& ctx, net::http_response& r);
+  void create_subscription(net::request_context& ctx, net::http_response& r);
+  void list_subscriptions(net::request_context& ctx, net::http_response& r);
+  void one_subscription(net::request_context& ctx, net::http_response& r, int verb);
+  void bulk(net::request_context& ctx, net::http_response& r);
+  void poll(net::request_context& ctx, net::http_response& r, feed_format f);
+
+  // ---- on the owner shard ----
+  rendered_ptr feed_of(const feed_token& t, feed_format f);
+  // Sends a finished poll (or 404) into r.
+  void fill_poll(net::http_response& r, const rendered_ptr& p, feed_format f,
+                 std::string_view if_none_match);
+
+ private:
+  // ---- cross-shard plumbing ----
+  // Sends t to target now, or (when the pair is at its limit) as soon as it has room.
+  // For follow-ups that must not be refused (replies, later steps of an accepted request).
+  void post(uint32_t target, rt::task_ptr t);
+  static void on_retry(void* self);
+  // Runs fn(target reflector, call) on `target`; its answer comes back here. False when
+  // the pair is at its limit (the caller answers 503), unless `must` (then it queues).
+  bool start_call(uint32_t target, const call_ptr& c,
+                  std::function<void(reflector&, const call_ptr&)> fn, bool must = false);
+  // Target: the call's answer is ready after an asynchronous step (a store ack).
+  void reply_later(const call_ptr& c);
+  // Origin: the answer arrived.
+  void finish(call& c);
+  // Checks `Authorization: Bearer SECRET` on the account's shard and runs next here with
+  // the account id, or answers 401. Defers r.
+  void with_account(net::request_context& ctx, net::http_response& r,
+                    std::function<void(reflector&, const std::string&, const call_ptr&)> next);
+  bool ready(net::http_response& r);
+  uint32_t shard_of(std::string_view key) const {
+    return shard_of_partition(partition_of(key), s_.rt->count());
+  }
+  std::string new_id(char prefix) const;
+
+  // ---- subscriptions on their owner ----
+  // Installs s (index, slot, maps). slot == UINT32_MAX allocates one. Null when the query
+  // or the slot is refused (err says why).
+  subscription* install(std::unique_ptr<subscription> s, uint32_t slot, std::string* err);
+  void uninstall(const std::string& sid);
+  subscription* find(std::string_view sid) {
+    auto it = by_id_.find(std::string(sid));
+    return it == by_id_.end() ? nullptr : subs_[it->second].get();
+  }
+  std::string record_of(const subscription& s) const;
+  std::string json_of(const subscription& s) const;
+  // Creates subs (all of this shard) with one durable write; answers c when it is acked.
+  void create_here(const call_ptr& c, std::vector<new_sub> subs, bool bulk);
+  void change_here(const call_ptr& c, const std::string& account, const std::string& sid, int v,
+                   const sub_spec& spec);
+  rendered_ptr render(subscription& s, feed_format f);
+  const cached_article* article(uint64_t seq);
+  void remember(const rt::article& a);
+  void update_gauges();
+
+  shard_services& s_;
+  bool stopping_ = false;
+  bool streamed_ = false;
+  uint64_t last_seq_ = 0;  // the last article this shard applied
+
+  matcher::index index_;
+  matcher::match_result result_;
+  matcher::query_parser parser_;
+  simdjson::ondemand::parser json_;
+  std::vector<std::unique_ptr<subscription>> subs_;  // by index id
+  std::vector<uint32_t> free_ids_;
+  std::unordered_map<std::string, uint32_t> by_id_;
+  std::unordered_map<std::string, std::vector<uint32_t>> by_account_;
+  std::vector<partition_slots> partitions_;
+  std::unordered_map<std::string, account> accounts_;
+  size_t list_entries_ = 0;
+
+  std::unordered_map<uint64_t, cached_article> cache_;
+  std::deque<uint64_t> cache_order_;
+  size_t cache_bytes_ = 0;
+  libdeflate_compressor* gz_ = nullptr;
+
+  std::deque<std::pair<uint32_t, rt::task_ptr>> outbox_;
+  net::timer retry_;
+
+  struct metrics {
+    std::array<rt::counter*, feed_formats> polls{}, not_modified{};
+    rt::counter* polls_remote = nullptr;
+    rt::counter* polls_unknown = nullptr;
+    rt::counter* matches = nullptr;
+    rt::counter* renders = nullptr;
+    rt::counter* cache_misses = nullptr;
+    rt::counter* store_read_errors = nullptr;
+    rt::counter* created = nullptr;
+    rt::counter* deleted = nullptr;
+    rt::gauge* subscriptions = nullptr;
+    rt::gauge* accounts = nullptr;
+    rt::gauge* list_entries = nullptr;
+    rt::gauge* cache_articles = nullptr;
+    rt::gauge* cache_bytes = nullptr;
+    rt::histogram* list_size = nullptr;
+  } m_;
+};
+
+reflector::reflector(shard_services& s)
+    : s_(s), partitions_(partitions), gz_(libdeflate_alloc_compressor(6)) {
+  retry_.set(&reflector::on_retry, this);
+  rt::metrics_registry& reg = s.rt->metrics();
+  for (size_t f = 0; f < feed_formats; ++f) {
+    const std::string label = fmt::format("format=\"{}\"", format_name(feed_format(f)));
+    m_.polls[f] =
+        &reg.add_counter("feedplane_reflector_polls_total", "Feed polls by format", label);
+    m_.not_modified[f] = &reg.add_counter("feedplane_reflector_polls_not_modified_total",
+                                          "Feed polls answered 304 Not Modified", label);
+  }
+  m_.polls_remote = &reg.add_counter("feedplane_reflector_polls_forwarded_total",
+                                     "Polls answered by the owner shard through a task");
+  m_.polls_unknown =
+      &reg.add_counter("feedplane_reflector_polls_unknown_total", "Polls of no feed (404)");
+  m_.matches = &reg.add_counter("feedplane_reflector_matches_total",
+                                "Article matches appended to subscription lists");
+  m_.renders = &reg.add_counter("feedplane_reflector_renders_total",
+                                "Feeds rendered (once per change and format)");
+  m_.cache_misses = &reg.add_counter("feedplane_reflector_article_cache_misses_total",
+                                     "Articles read back from the store to render");
+  m_.store_read_errors = &reg.add_counter("feedplane_reflector_store_read_errors_total",
+                                          "Listed articles the store could not give back");
+  m_.created = &reg.add_counter("feedplane_reflector_subscriptions_created_total",
+                                "Subscriptions created (durable)");
+  m_.deleted = &reg.add_counter("feedplane_reflector_subscriptions_deleted_total",
+                                "Subscriptions deleted (durable)");
+  m_.subscriptions =
+      &reg.add_gauge("feedplane_reflector_subscriptions", "Subscriptions owned by the shards");
+  m_.accounts = &reg.add_gauge("feedplane_reflector_accounts", "Accounts owned by the shards");
+  m_.list_entries = &reg.add_gauge("feedplane_reflector_list_entries",
+                                   "Entries in all last-k lists (8 bytes each)");
+  m_.cache_articles = &reg.add_gauge("feedplane_reflector_article_cache_entries",
+                                     "Articles in the shards' render caches");
+  m_.cache_bytes = &reg.add_gauge("feedplane_reflector_article_cache_bytes",
+                                  "Bytes of the shards' render caches");
+  m_.list_size = &reg.add_histogram("feedplane_reflector_list_size",
+                                    "Size of a list after each match appended to it");
+}
+
+reflector::~reflector() {
+  if (retry_.armed()) s_.rt->loop().disarm(retry_);
+  libdeflate_free_compressor(gz_);
+}
+
+void reflector::update_gauges() {
+  m_.subscriptions->set(int64_t(by_id_.size()));
+  m_.accounts->set(int64_t(accounts_.size()));
+  m_.list_entries->set(int64_t(list_entries_));
+  m_.cache_articles->set(int64_t(cache_.size()));
+  m_.cache_bytes->set(int64_t(cache_bytes_));
+}
+
+// ---- cross-shard plumbing ----
+
+void reflector::post(uint32_t target, rt::task_ptr t) {
+  if (outbox_.empty() && s_.rt->send(target, t)) return;
+  outbox_.emplace_back(target, std::move(t));
+  if (!retry_.armed()) s_.rt->loop().arm(retry_, 1);
+}
+
+void reflector::on_retry(void* self) {
+  auto& r = *static_cast<reflector*>(self);
+  while (!r.outbox_.empty()) {
+    auto& [target, t] = r.outbox_.front();
+    if (!r.s_.rt->send(target, t)) break;
+    r.outbox_.pop_front();
+  }
+  if (!r.outbox_.empty()) r.s_.rt->loop().arm(r.retry_, 1);
+}
+
+bool reflector::start_call(uint32_t target, const call_ptr& c,
+                           std::function<void(reflector&, const call_ptr&)> fn, bool must) {
+  auto t = std::make_unique<fn_task>();
+  t->on_target = [c, fn = std::move(fn)](rt::shard& s) { fn(of(s), c); };
+  t->on_origin = [c](rt::shard& s) {
+    if (!c->async) of(s).finish(*c);
+  };
+  rt::task_ptr tp = std::move(t);
+  if (must) {
+    post(target, std::move(tp));
+    return true;
+  }
+  return s_.rt->send(target, tp);
+}
+
+void reflector::reply_later(const call_ptr& c) {
+  auto t = std::make_unique<fn_task>();
+  t->on_target = [c](rt::shard& s) { of(s).finish(*c); };
+  post(c->origin, std::move(t));
+}
+
+void reflector::finish(call& c) {
+  if (c.on_answer) {
+    c.on_answer(*this, c);
+    return;
+  }
+  net::http_response r;
+  r.status = c.status;
+  r.content_type = c.content_type;
+  r.cache_control = "no-store";
+  if (c.status == 503) r.extra_headers = "Retry-After: 1\r\n";
+  if (c.status == 401) r.extra_headers = "WWW-Authenticate: Bearer\r\n";
+  r.storage = std::move(c.body);
+  r.body = r.storage;
+  c.later.complete(r);  // false when the client went away meanwhile
+}
+
+bool reflector::ready(net::http_response& r) {
+  if (!s_.rt->store_streamed()) {
+    net::set_unavailable(r, "start-up streaming from the store is not finished", 1, "starting");
+    return false;
+  }
+  if (stopping_) {
+    net::set_unavailable(r, "the server is stopping", 1, "stopping");
+    return false;
+  }
+  return true;
+}
+
+std::string reflector::new_id(char prefix) const {
+  uint8_t b[12];
+  if (!random_bytes(b, sizeof(b))) return {};
+  return std::string(1, prefix) + "_" + base64url(b, sizeof(b));
+}
+
+void reflector::with_account(
+    net::request_context& ctx, net::http_response& r,
+    std::function<void(reflector&, const std::string&, const call_ptr&)> next) {
+  const std::string_view secret = dataplane::bearer_token(ctx.request());
+  const size_t dot = secret.rfind('.');
+  if (secret.empty() || dot == std::string_view::npos || dot == 0) {
+    net::set_json_error(r, 401, "unauthenticated",
+                        "this route needs the account secret: Authorization: Bearer SECRET");
+    r.extra_headers += "WWW-Authenticate: Bearer\r\n";
+    return;
+  }
+  std::string account(secret.substr(0, dot));
+  std::array<uint8_t, 32> digest{};
+  SHA256(reinterpret_cast<const unsigned char*>(secret.data()), secret.size(), digest.data());
+  const uint32_t b = shard_of(account);
+  auto c = std::make_shared<call>();
+  c->origin = s_.rt->index();
+  c->later = r.later;
+  auto ok = std::make_shared<bool>(false);
+  c->on_answer = [ok, account, next = std::move(next)](reflector& self, call& done) {
+    auto cp = std::make_shared<call>();
+    cp->origin = done.origin;
+    cp->later = done.later;
+    if (!*ok) {
+      set_call_error(*cp, 401, "unauthenticated", "unknown account or wrong secret");
+      self.finish(*cp);
+      return;
+    }
+    next(self, account, cp);
+  };
+  const bool sent = start_call(b, c, [ok, account, digest](reflector& owner, const call_ptr&) {
+    auto it = owner.accounts_.find(account);
+    if (it == owner.accounts_.end() || !it->second.has_secret) return;
+    *ok = dataplane::constant_time_equal(
+        std::string_view(reinterpret_cast<const char*>(it->second.secret_sha256.data()), 32),
+        std::string_view(reinterpret_cast<const char*>(digest.data()), 32));
+  });
+  if (!sent) {
+    net::set_unavailable(r, fmt::format("shard {} is busy; retry", b));
+    return;
+  }
+  r.defer = true;
+  s_.requests_deferred->add();
+}
+
+// ---- accounts ----
+
+void reflector::create_account(net::request_context& ctx, net::http_response& r) {
+  if (!ready(r)) return;
+  if (!s_.cfg->api.open_signup && !dataplane::require_admin(ctx, *s_.cfg, r)) return;
+  const std::string aid = new_id('a');
+  uint8_t bits[32];
+  if (aid.empty() || !random_bytes(bits, sizeof(bits))) {
+    net::set_json_error(r, 500, "internal", "no random bytes");
+    return;
+  }
+  const std::string secret = aid + "." + base64url(bits, sizeof(bits));
+  account a;
+  SHA256(reinterpret_cast<const unsigned char*>(secret.data()), secret.size(),
+         a.secret_sha256.data());
+  a.has_secret = true;
+  a.created = wall_now();
+  auto c = std::make_shared<call>();
+  c->origin = s_.rt->index();
+  c->later = r.later;
+  const uint32_t b = shard_of(aid);
+  const bool sent = start_call(b, c, [aid, secret, a](reflector& owner, const call_ptr& cp) {
+    if (!owner.s_.rt->can_write()) {
+      set_call_error(*cp, 503, "unavailable", "the store's write ring is full; retry");
+      return;
+    }
+    auto w = std::make_unique<fn_write>();
+    w->ops.push_back({rt::kind::accounts, false, aid,
+                      fmt::format("{{\"v\": 1, \"secret_sha256\": \"{}\", \"created\": {}}}",
+                                  hex(a.secret_sha256.data(), 32), a.created)});
+    w->fn = [aid, secret, a, cp](rt::shard& s, fn_write& done) {
+      reflector& self = of(s);
+      if (done.status != 0) {
+        set_call_error(*cp, 503, "store_failed",
+                       std::string(store::store_errc_message(store::store_errc(done.status))));
+      } else {
+        self.accounts_[aid] = a;
+        self.update_gauges();
+        cp->status = 201;
+        cp->body = "{\"id\": ";
+        base::append_json_string(aid, cp->body);
+        cp->body += ", \"secret\": ";
+        base::append_json_string(secret, cp->body);
+        cp->body += "}\n";
+      }
+      self.reply_later(cp);
+    };
+    rt::write_ptr wp = std::move(w);
+    if (!owner.s_.rt->write(wp)) {
+      set_call_error(*cp, 503, "unavailable", "the store's write ring is full; retry");
+      return;
+    }
+    cp->async = true;
+  });
+  if (!sent) {
+    net::set_unavailable(r, fmt::format("shard {} is busy; retry", b));
+    return;
+  }
+  r.defer = true;
+  s_.requests_deferred->add();
+}
+
+// ---- subscriptions: install and records ----
+
+subscription* reflector::install(std::unique_ptr<subscription> s, uint32_t slot, std::string* err) {
+  if (by_id_.count(s->id) != 0) {
+    *err = "a subscription with this id exists";
+    return nullptr;
+  }
+  matcher::parsed_query pq;
+  if (auto e = parser_.parse(s->query, pq); !e.ok()) {
+    *err = e.message;
+    return nullptr;
+  }
+  partition_slots& ps = partitions_[s->partition];
+  if (slot == UINT32_MAX) {
+    slot = ps.allocate();
+  } else if (ps.get(slot) != 0) {
+    *err = fmt::format("slot {} of partition {} is taken", slot, s->partition);
+    return nullptr;
+  }
+  uint32_t idx;
+  if (!free_ids_.empty()) {
+    idx = free_ids_.back();
+    free_ids_.pop_back();
+  } else {
+    idx = uint32_t(subs_.size());
+    subs_.emplace_back();
+  }
+  s->slot = slot;
+  s->words = positive_words(pq.tree);
+  index_.add(idx, pq);
+  ps.set(slot, idx + 1);
+  by_id_.emplace(s->id, idx);
+  by_account_[s->account].push_back(idx);
+  subs_[idx] = std::move(s);
+  update_gauges();
+  return subs_[idx].get();
+}
+
+void reflector::uninstall(const std::string& sid) {
+  auto it = by_id_.find(sid);
+  if (it == by_id_.end()) return;
+  const uint32_t idx = it->second;
+  subscription& s = *subs_[idx];
+  index_.remove(idx);
+  partition_slots& ps = partitions_[s.partition];
+  ps.set(s.slot, 0);
+  ps.free.push_back(s.slot);
+  auto& mine = by_account_[s.account];
+  std::erase(mine, idx);
+  if (mine.empty()) by_account_.erase(s.account);
+  list_entries_ -= s.list.size();
+  by_id_.erase(it);
+  subs_[idx].reset();
+  free_ids_.push_back(idx);
+  update_gauges();
+}
+
+std::string reflector::record_of(const subscription& s) const {
+  std::string v = "{\"v\": 1, \"account\": ";
+  base::append_json_string(s.account, v);
+  v += ", \"query\": ";
+  base::append_json_string(s.query, v);
+  v += ", \"title\": ";
+  base::append_json_string(s.title, v);
+  v += fmt::format(
+      ", \"k\": {}, \"slot\": {}, \"token_bits\": \"{}\", \"generation\": {}, \"from_seq\": {}, "
+      "\"created\": {}}}",
+      s.k, s.slot, hex(s.token_bits.data(), s.token_bits.size()), s.generation, s.from_seq,
+      s.created);
+  return v;
+}
+
+std::string reflector::json_of(const subscription& s) const {
+  const std::string t = s.token();
+  std::string v = "{\"id\": ";
+  base::append_json_string(s.id, v);
+  v += ", \"query\": ";
+  base::append_json_string(s.query, v);
+  v += fmt::format(", \"k\": {}, \"title\": ", s.k);
+  base::append_json_string(s.title, v);
+  char created[32];
+  created[feed::format_rfc3339(s.created, created)] = 0;
+  v += fmt::format(
+      ", \"created\": \"{}\", \"entries\": {}, \"feeds\": {{\"rss\": \"/f/{}\", \"atom\": "
+      "\"/f/{}.atom\", \"json\": \"/f/{}.json\"}}}}",
+      created, s.list.size(), t, t, t);
+  return v;
+}
+
+namespace {
+bool unhex(std::string_view h, uint8_t* out, size_t n) {
+  if (h.size() != 2 * n) return false;
+  auto nib = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+  };
+  for (size_t i = 0; i < n; ++i) {
+    const int hi = nib(h[2 * i]), lo = nib(h[2 * i + 1]);
+    if (hi < 0 || lo < 0) return false;
+    out[i] = uint8_t(hi << 4 | lo);
+  }
+  return true;
+}
+}  // namespace
+
+void reflector::on_record(rt::shard&, rt::kind k, std::string_view key, std::string_view value) {
+  simdjson::padded_string padded(value);
+  simdjson::ondemand::document doc;
+  simdjson::ondemand::object obj;
+  auto bad = [&](std::string_view why) {
+    fmt::print(stderr, "feedplane: reflector: shard {}: {} record {:?} skipped: {}\n",
+               s_.rt->index(), rt::kind_name(k), key, why);
+  };
+  if (json_.iterate(padded).get(doc) || doc.get_object().get(obj)) return bad("not a JSON object");
+  if (k == rt::kind::accounts) {
+    account a;
+    for (auto field : obj) {
+      std::string_view name;
+      if (field.unescaped_key().get(name)) return bad("bad key");
+      if (name == "secret_sha256") {
+        std::string_view h;
+        if (field.value().get_string().get(h)) return bad("secret_sha256");
+        a.has_secret = !h.empty();
+        if (a.has_secret && !unhex(h, a.secret_sha256.data(), 32)) return bad("secret_sha256");
+      } else if (name == "created") {
+        if (field.value().get_int64().get(a.created)) return bad("created");
+      }
+    }
+    accounts_[std::string(key)] = a;
+    update_gauges();
+    return;
+  }
+  if (k != rt::kind::subscriptions) return;
+  auto s = std::make_unique<subscription>();
+  s->id = key;
+  s->partition = partition_of(key);
+  s->live = true;
+  uint64_t slot = 0;
+  for (auto field : obj) {
+    std::string_view name;
+    if (field.unescaped_key().get(name)) return bad("bad key");
+    auto v = field.value();
+    std::string_view str;
+    uint64_t n = 0;
+    if (name == "account" || name == "query" || name == "title" || name == "token_bits") {
+      if (v.get_string().get(str)) return bad(name);
+      if (name == "account") s->account = str;
+      if (name == "query") s->query = str;
+      if (name == "title") s->title = str;
+      if (name == "token_bits" && !unhex(str, s->token_bits.data(), s->token_bits.size()))
+        return bad(name);
+    } else if (name == "k" || name == "slot" || name == "generation" || name == "from_seq" ||
+               name == "created") {
+      if (v.get_uint64().get(n)) return bad(name);
+      if (name == "k") s->k = uint32_t(std::clamp<uint64_t>(n, 1, max_k));
+      if (name == "slot") slot = n;
+      if (name == "generation") s->generation = n;
+      if (name == "from_seq") s->from_seq = n;
+      if (name == "created") s->created = int64_t(n);
+    }
+  }
+  if (slot >= UINT32_MAX) return bad("slot");
+  s->changed = wall_now();  // a restart re-sends each feed once; never a false 304
+  std::string err;
+  if (install(std::move(s), uint32_t(slot), &err) == nullptr) bad(err);
+}
+
+void reflector::on_streamed(rt::shard&) {
+  streamed_ = true;
+  update_gauges();
+}
+
+// ---- matching ----
+
+void reflector::on_article(rt::shard&, const rt::article_ref& a) {
+  const uint64_t seq = a->seq();
+  last_seq_ = seq;
+  if (index_.size() == 0) return;
+  // Fast: the index touches only the postings of the article's words (matcher/index.h).
+  index_.match(a->words(), result_);
+  if (result_.ids().empty()) return;
+  const uint64_t replaces = a->meta().replaces;
+  const int64_t now = wall_now();
+  bool any = false;
+  for (uint32_t idx : result_.ids()) {
+    subscription* s = idx < subs_.size() ? subs_[idx].get() : nullptr;
+    if (s == nullptr || seq <= s->from_seq) continue;
+    const size_t before = s->list.size();
+    if (!s->list.insert(seq, replaces, s->k)) continue;
+    list_entries_ += s->list.size() - before;
+    s->invalidate(now);
+    m_.matches->add();
+    m_.list_size->observe(s->list.size());
+    any = true;
+  }
+  if (any) remember(*a);
+  m_.list_entries->set(int64_t(list_entries_));
+}
+
+void reflector::remember(const rt::article& a) {
+  if (cache_.count(a.seq()) != 0) return;
+  cached_article c;
+  c.title = a.title();
+  c.link = a.link();
+  c.guid = a.guid();
+  c.source_url = a.source_url();
+  c.published = a.meta().published;
+  std::string text;
+  matcher::html_to_text(a.summary().empty() ? a.content() : a.summary(), text);
+  std::string_view t = base::ascii_trim(text);
+  if (t.size() > summary_max_bytes) {
+    size_t cut = summary_max_bytes;
+    while (cut > 0 && (uint8_t(t[cut]) & 0xC0) == 0x80) --cut;  // a UTF-8 boundary
+    c.summary.assign(t.substr(0, cut));
+    c.summary += "\xE2\x80\xA6";  // …
+  } else {
+    c.summary.assign(t);
+  }
+  cache_bytes_ += c.bytes();
+  cache_.emplace(a.seq(), std::move(c));
+  cache_order_.push_back(a.seq());
+  while (cache_bytes_ > cache_budget_bytes && !cache_order_.empty()) {
+    auto it = cache_.find(cache_order_.front());
+    cache_order_.pop_front();
+    if (it == cache_.end()) continue;
+    cache_bytes_ -= it->second.bytes();
+    cache_.erase(it);
+  }
+  m_.cache_articles->set(int64_t(cache_.size()));
+  m_.cache_bytes->set(int64_t(cache_bytes_));
+}
+
+const cached_article* reflector::article(uint64_t seq) {
+  if (auto it = cache_.find(seq); it != cache_.end()) return &it->second;
+  m_.cache_misses->add();
+  // A synchronous RocksDB read on the shard thread: rare (the cache holds recent matches)
+  // and mostly from the block cache; a read thread behind a ring is the next step.
+  std::string err;
+  rt::article_ref a = s_.db->read_article(seq, &err);
+  if (!a) {
+    m_.store_read_errors->add();
+    return nullptr;
+  }
+  remember(*a);
+  auto it = cache_.find(seq);
+  return it == cache_.end() ? nullptr : &it->second;
+}
+
+// ---- feeds ----
+
+rendered_ptr reflector::render(subscription& s, feed_format f) {
+  m_.renders->add();
+  const auto seqs = s.list.items();
+  std::vector<feed_item> items;
+  items.reserve(seqs.size());
+  for (size_t i = seqs.size(); i-- > 0;) {  // newest first
+    const cached_article* a = article(seqs[i]);
+    if (a == nullptr) continue;
+    feed_item it;
+    it.seq = seqs[i];
+    it.title = a->title;
+    it.link = a->link;
+    it.guid = a->guid;
+    it.source_url = a->source_url;
+    it.summary = a->summary;
+    it.published = a->published;
+    it.matched = words_in(s.words, {a->title, a->summary});
+    items.push_back(std::move(it));
+  }
+  auto out = std::make_shared<rendered>();
+  const std::string token = s.token();
+  const std::string self = "/f/" + token;
+  const std::string title = s.title.empty() ? "feedplane: " + s.query : s.title;
+  feed_info info;
+  info.title = title;
+  info.id = s.id;
+  info.self_path = self;
+  info.query = s.query;
+  info.updated = s.changed;
+  render_feed(f, info, items, out->body);
+  out->etag = feed_etag(seqs, s.generation, s.title, s.k, f);
+  out->last_modified = s.changed;
+  out->format = f;
+  out->gzip.resize(libdeflate_gzip_compress_bound(gz_, out->body.size()));
+  const size_t n = libdeflate_gzip_compress(gz_, out->body.data(), out->body.size(),
+                                            out->gzip.data(), out->gzip.size());
+  out->gzip.resize(n);  // 0: not compressible into the bound; the server compresses itself
+  return out;
+}
+
+rendered_ptr reflector::feed_of(const feed_token& t, feed_format f) {
+  const uint32_t v = partitions_[t.partition].get(t.slot);
+  if (v == 0) return nullptr;
+  subscription& s = *subs_[v - 1];
+  const std::string_view want(reinterpret_cast<const char*>(s.token_bits.data()), 16);
+  const std::string_view got(reinterpret_cast<const char*>(t.random_bits.data()), 16);
+  if (!dataplane::constant_time_equal(want, got) || !s.live) return nullptr;
+  rendered_ptr& slot = s.feeds[size_t(f)];
+  if (!slot) slot = render(s, f);  // once per change and format
+  return slot;
+}
+
+void reflector::fill_poll(net::http_response& r, const rendered_ptr& p, feed_format f,
+                          std::string_view if_none_match) {
+  if (!p) {
+    m_.polls_unknown->add();
+    net::set_json_error(r, 404, "not_found", "no feed with this token");
+    return;
+  }
+  // The server answers 304 itself (it compares If-None-Match); counted here.
+  const std::string_view tag = std::string_view(p->etag).substr(1, p->etag.size() - 2);
+  if (!if_none_match.empty() &&
+      (if_none_match.find(tag) != std::string_view::npos || if_none_match == "*"))
+    m_.not_modified[size_t(f)]->add();
+  r.status = 200;
+  r.content_type = content_type(f);
+  r.body = p->body;
+  r.gzip_body = p->gzip;
+  r.etag = p->etag;
+  r.last_modified = p->last_modified;
+  r.cache_control = "private, no-cache";
+}
+
+struct poll_task final : rt::task {
+  feed_token token;
+  feed_format format = feed_format::rss;
+  net::deferred_response later;  // the origin's
+  std::string if_none_match;
+  rendered_ptr out;  // filled on the owner; released on the origin after sending
+  void run(rt::shard& s) override { out = reflector::of(s).feed_of(token, format); }
+  void done(rt::shard& s) override {
+    net::http_response r;
+    reflector::of(s).fill_poll(r, out, format, if_none_match);
+    later.complete(r);
+  }
+};
+
+void reflector::poll(net::request_context& ctx, net::http_response& r, feed_format f) {
+  m_.polls[size_t(f)]->add();
+  feed_token t;
+  if (!decode_token(ctx.param("token"), &t)) {
+    m_.polls_unknown->add();
+    net::set_json_error(r, 404, "not_found", "no feed with this token");
+    return;
+  }
+  if (!s_.rt->store_streamed()) {
+    net::set_unavailable(r, "start-up streaming from the store is not finished", 1, "starting");
+    return;
+  }
+  const uint32_t owner = shard_of_partition(t.partition, s_.rt->count());
+  if (owner == s_.rt->index()) {
+    const rendered_ptr p = feed_of(t, f);  // held until the server copied the body
+    fill_poll(r, p, f, ctx.request().if_none_match);
+    return;
+  }
+  if (!s_.rt->can_send(owner)) {
+    net::set_unavailable(r, fmt::format("shard {} is busy; retry", owner));
+    return;
+  }
+  auto task = std::make_unique<poll_task>();
+  task->token = t;
+  task->format = f;
+  task->later = r.later;
+  task->if_none_match = ctx.request().if_none_match;
+  rt::task_ptr tp = std::move(task);
+  s_.rt->send(owner, tp);  // cannot refuse: can_send checked above, on this thread
+  r.defer = true;
+  s_.requests_deferred->add();
+  m_.polls_remote->add();
+}
+
+// ---- subscriptions: create, read, change, delete ----
+
+void reflector::create_here(const call_ptr& c, std::vector<new_sub> subs, bool bulk) {
+  c->lines.assign(subs.size(), {});
+  if (!s_.rt->can_write()) {
+    set_call_error(*c, 503, "unavailable", "the store's write ring is full; retry");
+    return;
+  }
+  auto w = std::make_unique<fn_write>();
+  std::vector<std::string> made;  // ids installed, pending the ack
+  std::vector<size_t> where;      // their positions in subs
+  const int64_t now = wall_now();
+  for (size_t i = 0; i < subs.size(); ++i) {
+    new_sub& n = subs[i];
+    auto s = std::make_unique<subscription>();
+    s->id = n.id;
+    s->account = n.account;
+    s->query = n.query;
+    s->title = n.title;
+    s->k = n.k;
+    s->partition = partition_of(n.id);
+    s->from_seq = last_seq_;  // matching starts now; a replay gives the same list
+    s->created = now;
+    s->changed = now;
+    if (!random_bytes(s->token_bits.data(), s->token_bits.size())) {
+      c->lines[i] = error_json("internal", "no random bytes");
+      continue;
+    }
+    std::string err;
+    subscription* in = install(std::move(s), UINT32_MAX, &err);
+    if (in == nullptr) {
+      c->lines[i] = error_json("invalid_query", err);
+      continue;
+    }
+    if (n.account_new) {
+      w->ops.push_back({rt::kind::accounts, false, n.account,
+                        fmt::format("{{\"v\": 1, \"secret_sha256\": \"\", \"created\": {}, "
+                                    "\"bulk\": true}}",
+                                    now)});
+    }
+    w->ops.push_back({rt::kind::subscriptions, false, in->id, record_of(*in)});
+    made.push_back(in->id);
+    where.push_back(i);
+  }
+  if (made.empty()) {
+    c->status = bulk ? 200 : 400;
+    if (!bulk) c->body = c->lines.empty() ? error_json("internal", "nothing") : c->lines[0];
+    return;
+  }
+  w->fn = [c, made, where, bulk](rt::shard& s, fn_write& done) {
+    reflector& self = of(s);
+    if (done.status != 0) {
+      const std::string msg(store::store_errc_message(store::store_errc(done.status)));
+      for (size_t j = 0; j < made.size(); ++j) {
+        self.uninstall(made[j]);
+        c->lines[where[j]] = error_json("store_failed", msg);
+      }
+      set_call_error(*c, 503, "store_failed", msg);
+      self.reply_later(c);
+      return;
+    }
+    for (size_t j = 0; j < made.size(); ++j) {
+      subscription* sub = self.find(made[j]);
+      if (sub == nullptr) continue;
+      sub->live = true;
+      self.m_.created->add();
+      if (bulk) {
+        c->lines[where[j]] =
+            fmt::format("\"id\": \"{}\", \"feed\": \"/f/{}\"", sub->id, sub->token());
+      } else {
+        c->status = 201;
+        c->body = self.json_of(*sub) + "\n";
+      }
+    }
+    if (bulk) c->status = 200;
+    self.reply_later(c);
+  };
+  rt::write_ptr wp = std::move(w);
+  if (!s_.rt->write(wp)) {
+    for (const std::string& gone : made) uninstall(gone);
+    set_call_error(*c, 503, "unavailable", "the store's write ring is full; retry");
+    return;
+  }
+  c->async = true;
+}
+
+void reflector::create_subscription(net::request_context& ctx, net::http_response& r) {
+  if (!ready(r)) return;
+  sub_spec spec;
+  spec_error err;
+  if (!parse_spec(json_, ctx.padded_body(), false, spec, err)) {
+    net::set_json_error(r, 400, err.code, err.message);
+    return;
+  }
+  if (!spec.query) {
+    net::set_json_error(r, 400, "bad_value", "\"query\" is required");
+    return;
+  }
+  matcher::parsed_query pq;
+  if (auto e = parser_.parse(*spec.query, pq); !e.ok()) {
+    err.code = "invalid_query";
+    err.message = e.message;
+    err.reason = matcher::errc_name(e.code);
+    err.column = e.column;
+    r.status = 400;
+    r.content_type = "application/json";
+    r.set_body(spec_error_json(err));
+    return;
+  }
+  new_sub n;
+  n.query = *spec.query;
+  n.title = spec.title.value_or("");
+  n.k = spec.k.value_or(std::clamp<uint32_t>(s_.cfg->reflector.k, 1, max_k));
+  with_account(ctx, r, [n](reflector& self, const std::string& account, const call_ptr& c) {
+    new_sub sub = n;
+    sub.account = account;
+    sub.id = self.new_id('s');
+    const uint32_t owner = self.shard_of(sub.id);
+    std::vector<new_sub> one{std::move(sub)};
+    if (!self.start_call(
+            owner, c, [one](reflector& o, const call_ptr& cp) { o.create_here(cp, one, false); })) {
+      set_call_error(*c, 503, "unavailable", fmt::format("shard {} is busy; retry", owner));
+      self.finish(*c);
+    }
+  });
+}
+
+void reflector::list_subscriptions(net::request_context& ctx, net::http_response& r) {
+  if (!ready(r)) return;
+  with_account(ctx, r, [](reflector& self, const std::string& account, const call_ptr& c) {
+    const uint32_t n = self.s_.rt->count();
+    for (uint32_t j = 0; j < n; ++j) {
+      if (!self.s_.rt->can_send(j)) {
+        set_call_error(*c, 503, "unavailable", fmt::format("shard {} is busy; retry", j));
+        self.finish(*c);
+        return;
+      }
+    }
+    struct gather {
+      uint32_t waiting = 0;
+      std::string items;
+      call_ptr answer;
+    };
+    auto g = std::make_shared<gather>();
+    g->waiting = n;
+    g->answer = c;
+    for (uint32_t j = 0; j < n; ++j) {
+      auto part = std::make_shared<call>();
+      part->origin = self.s_.rt->index();
+      part->on_answer = [g](reflector& me, call& done) {
+        if (!done.body.empty()) {
+          if (!g->items.empty()) g->items += ",\n  ";
+          g->items += done.body;
+        }
+        if (--g->waiting != 0) return;
+        g->answer->status = 200;
+        g->answer->body = "{\"subscriptions\": [" +
+                          (g->items.empty() ? std::string() : "\n  " + g->items + "\n") + "]}\n";
+        me.finish(*g->answer);
+      };
+      self.start_call(j, part, [account](reflector& o, const call_ptr& cp) {
+        auto it = o.by_account_.find(account);
+        if (it == o.by_account_.end()) return;
+        for (uint32_t idx : it->second) {
+          const subscription& s = *o.subs_[idx];
+          if (!s.live) continue;
+          if (!cp->body.empty()) cp->body += ",\n  ";
+          cp->body += o.json_of(s);
+        }
+      });
+    }
+  });
+}
+
+enum verb : int { verb_get = 0, verb_patch = 1, verb_delete = 2 };
+
+void reflector::change_here(const call_ptr& c, const std::string& account, const std::string& sid,
+                            int v, const sub_spec& spec) {
+  subscription* s = find(sid);
+  if (s == nullptr || !s->live) {
+    set_call_error(*c, 404, "not_found", "no subscription with this id");
+    return;
+  }
+  if (s->account != account) {
+    set_call_error(*c, 403, "not_yours", "this subscription belongs to another account");
+    return;
+  }
+  if (v == verb_get) {
+    c->status = 200;
+    c->body = json_of(*s) + "\n";
+    return;
+  }
+  if (!s_.rt->can_write()) {
+    set_call_error(*c, 503, "unavailable", "the store's write ring is full; retry");
+    return;
+  }
+  auto w = std::make_unique<fn_write>();
+  if (v == verb_delete) {
+    w->ops.push_back({rt::kind::subscriptions, true, sid, {}});
+    w->fn = [c, sid](rt::shard& sh, fn_write& done) {
+      reflector& self = of(sh);
+      if (done.status != 0) {
+        set_call_error(*c, 503, "store_failed",
+                       std::string(store::store_errc_message(store::store_errc(done.status))));
+      } else {
+        self.uninstall(sid);
+        self.m_.deleted->add();
+        c->status = 204;
+        c->body.clear();
+      }
+      self.reply_later(c);
+    };
+  } else {
+    subscription next;  // the changed settings, applied once durable
+    next.id = s->id;
+    next.account = s->account;
+    next.query = spec.query.value_or(s->query);
+    next.title = spec.title.value_or(s->title);
+    next.k = spec.k.value_or(s->k);
+    next.slot = s->slot;
+    next.token_bits = s->token_bits;
+    const bool new_query = next.query != s->query;
+    next.generation = s->generation + (new_query ? 1 : 0);
+    next.from_seq = new_query ? last_seq_ : s->from_seq;
+    next.created = s->created;
+    w->ops.push_back({rt::kind::subscriptions, false, sid, record_of(next)});
+    w->fn = [c, sid, q = next.query, t = next.title, k = next.k, g = next.generation,
+             from = next.from_seq, new_query](rt::shard& sh, fn_write& done) {
+      reflector& self = of(sh);
+      subscription* cur = self.find(sid);
+      if (done.status != 0 || cur == nullptr) {
+        set_call_error(*c, 503, "store_failed",
+                       done.status != 0
+                           ? std::string(store::store_errc_message(store::store_errc(done.status)))
+                           : std::string("the subscription was deleted meanwhile"));
+        self.reply_later(c);
+        return;
+      }
+      if (new_query) {
+        matcher::parsed_query pq;
+        if (self.parser_.parse(q, pq).ok()) {
+          self.index_.add(self.by_id_[sid], pq);
+          cur->words = positive_words(pq.tree);
+        }
+        // An edited query never mixes old and new matches: the list starts again.
+        self.list_entries_ -= cur->list.size();
+        cur->list.clear();
+      }
+      cur->query = q;
+      cur->title = t;
+      cur->k = k;
+      cur->generation = g;
+      cur->from_seq = from;
+      const size_t before = cur->list.size();
+      cur->list.trim(k);
+      self.list_entries_ -= before - cur->list.size();
+      cur->invalidate(wall_now());
+      self.update_gauges();
+      c->status = 200;
+      c->body = self.json_of(*cur) + "\n";
+      self.reply_later(c);
+    };
+  }
+  rt::write_ptr wp = std::move(w);
+  if (!s_.rt->write(wp)) {
+    set_call_error(*c, 503, "unavailable", "the store's write ring is full; retry");
+    return;
+  }
+  c->async = true;
+}
+
+void reflector::one_subscription(net::request_context& ctx, net::http_response& r, int v) {
+  if (!ready(r)) return;
+  sub_spec spec;
+  if (v == verb_patch) {
+    spec_error err;
+    if (!parse_spec(json_, ctx.padded_body(), false, spec, err)) {
+      net::set_json_error(r, 400, err.code, err.message);
+      return;
+    }
+    if (spec.query) {
+      matcher::parsed_query pq;
+      if (auto e = parser_.parse(*spec.query, pq); !e.ok()) {
+        err.code = "invalid_query";
+        err.message = e.message;
+        err.reason = matcher::errc_name(e.code);
+        err.column = e.column;
+        r.status = 400;
+        r.content_type = "application/json";
+        r.set_body(spec_error_json(err));
+        return;
+      }
+    }
+  }
+  const std::string sid(ctx.param("id"));
+  with_account(
+      ctx, r, [sid, v, spec](reflector& self, const std::string& account, const call_ptr& c) {
+        const uint32_t owner = self.shard_of(sid);
+        if (!self.start_call(owner, c, [account, sid, v, spec](reflector& o, const call_ptr& cp) {
+              o.change_here(cp, account, sid, v, spec);
+            })) {
+          set_call_error(*c, 503, "unavailable", fmt::format("shard {} is busy; retry", owner));
+          self.finish(*c);
+        }
+      });
+}
+
+// ---- bulk ----
+
+void reflector::bulk(net::request_context& ctx, net::http_response& r) {
+  if (!dataplane::require_admin(ctx, *s_.cfg, r)) return;
+  if (!ready(r)) return;
+  const std::string_view body = ctx.padded_body();
+  struct bulk_state {
+    std::vector<std::string> results;                // per input line: the JSON fields after "line"
+    std::vector<uint32_t> line_no;                   // 1-based line number of each input line
+    std::vector<std::vector<new_sub>> groups;        // by owner shard
+    std::vector<std::vector<size_t>> group_lines;    // positions in results
+    std::unordered_map<std::string, bool> accounts;  // name -> created by this request
+    uint32_t waiting = 0;
+    call_ptr answer;
+  };
+  auto st = std::make_shared<bulk_state>();
+  const uint32_t n = s_.rt->count();
+  st->groups.resize(n);
+  st->group_lines.resize(n);
+  const uint32_t default_k = std::clamp<uint32_t>(s_.cfg->reflector.k, 1, max_k);
+  uint32_t line = 0;
+  for (size_t pos = 0; pos < body.size();) {
+    size_t end = body.find('\n', pos);
+    if (end == std::string_view::npos) end = body.size();
+    const std::string_view text = base::ascii_trim(body.substr(pos, end - pos));
+    pos = end + 1;
+    ++line;
+    if (text.empty()) continue;
+    const size_t at = st->results.size();
+    st->results.emplace_back();
+    st->line_no.push_back(line);
+    sub_spec spec;
+    spec_error err;
+    // The line is followed by the rest of the body and its padding: readable bytes.
+    if (!parse_spec(json_, text, true, spec, err)) {
+      st->results[at] = spec_error_json(err);
+      continue;
+    }
+    if (!spec.query || !spec.account || spec.account->empty()) {
+      err.code = "bad_value";
+      err.message = "\"account\" and \"query\" are required";
+      st->results[at] = spec_error_json(err);
+      continue;
+    }
+    matcher::parsed_query pq;
+    if (auto e = parser_.parse(*spec.query, pq); !e.ok()) {
+      err.code = "invalid_query";
+      err.message = e.message;
+      err.reason = matcher::errc_name(e.code);
+      err.column = e.column;
+      st->results[at] = spec_error_json(err);
+      continue;
+    }
+    new_sub s;
+    s.id = new_id('s');
+    s.account = *spec.account;
+    s.query = *spec.query;
+    s.title = spec.title.value_or("");
+    s.k = spec.k.value_or(default_k);
+    const uint32_t owner = shard_of(s.id);
+    st->accounts.emplace(s.account, false);
+    st->groups[owner].push_back(std::move(s));
+    st->group_lines[owner].push_back(at);
+  }
+  auto lines_of = [](const bulk_state& b) {
+    std::string out;
+    for (size_t i = 0; i < b.results.size(); ++i) {
+      std::string_view res = b.results[i];
+      out += fmt::format("{{\"line\": {}, ", b.line_no[i]);
+      if (!res.empty() && res.front() == '{') {  // an error object: splice its fields
+        res.remove_prefix(1);
+        while (!res.empty() && (res.back() == '\n' || res.back() == '}')) res.remove_suffix(1);
+      }
+      out += res;
+      out += "}\n";
+    }
+    return out;
+  };
+  auto respond = [lines_of](reflector& self, bulk_state& b) {
+    b.answer->status = 200;
+    b.answer->content_type = "application/x-ndjson";
+    b.answer->body = lines_of(b);
+    self.finish(*b.answer);
+  };
+  if (st->accounts.empty()) {  // no line to create: answered at once
+    r.content_type = "application/x-ndjson";
+    r.cache_control = "no-store";
+    r.set_body(lines_of(*st));
+    return;
+  }
+  for (uint32_t j = 0; j < n; ++j) {
+    if (!s_.rt->can_send(j)) {
+      net::set_unavailable(r, fmt::format("shard {} is busy; retry", j));
+      return;
+    }
+  }
+  st->answer = std::make_shared<call>();
+  st->answer->origin = s_.rt->index();
+  st->answer->later = r.later;
+  r.defer = true;
+  s_.requests_deferred->add();
+  // Step 2: each owner creates its group with one durable write.
+  auto create = [st, respond](reflector& self) {
+    const uint32_t shards = self.s_.rt->count();
+    for (uint32_t j = 0; j < shards; ++j) {
+      if (st->groups[j].empty()) continue;
+      for (new_sub& s : st->groups[j]) {
+        auto it = st->accounts.find(s.account);
+        if (it != st->accounts.end() && it->second) s.account_new = true;
+      }
+      ++st->waiting;
+    }
+    for (uint32_t j = 0; j < shards; ++j) {
+      if (st->groups[j].empty()) continue;
+      auto part = std::make_shared<call>();
+      part->origin = self.s_.rt->index();
+      part->on_answer = [st, j, respond](reflector& me, call& done) {
+        const auto& pos = st->group_lines[j];
+        for (size_t i = 0; i < pos.size(); ++i) {
+          std::string res = i < done.lines.size() ? done.lines[i] : std::string();
+          if (res.empty())
+            res = done.body.empty() ? error_json("internal", "no answer") : done.body;
+          st->results[pos[i]] = std::move(res);
+        }
+        if (--st->waiting == 0) respond(me, *st);
+      };
+      std::vector<new_sub> group = std::move(st->groups[j]);
+      self.start_call(
+          j, part,
+          [group = std::move(group)](reflector& o, const call_ptr& cp) {
+            o.create_here(cp, group, true);
+          },
+          true);
+    }
+  };
+  // Step 1: accounts are created on first use, by the shard that owns each.
+  std::vector<std::vector<std::string>> names(n);
+  for (const auto& [name, created] : st->accounts) names[shard_of(name)].push_back(name);
+  auto pending = std::make_shared<uint32_t>(0);
+  for (uint32_t j = 0; j < n; ++j) *pending += names[j].empty() ? 0 : 1;
+  for (uint32_t j = 0; j < n; ++j) {
+    if (names[j].empty()) continue;
+    auto part = std::make_shared<call>();
+    part->origin = s_.rt->index();
+    auto fresh = std::make_shared<std::vector<std::string>>();
+    part->on_answer = [st, fresh, pending, create](reflector& me, call&) {
+      for (const std::string& name : *fresh) st->accounts[name] = true;
+      if (--*pending == 0) create(me);
+    };
+    start_call(j, part, [list = std::move(names[j]), fresh](reflector& o, const call_ptr&) {
+      const int64_t now = wall_now();
+      for (const std::string& name : list) {
+        if (o.accounts_.count(name) != 0) continue;
+        account a;
+        a.created = now;
+        o.accounts_.emplace(name, a);  // its record is written with its subscriptions
+        fresh->push_back(name);
+      }
+      o.update_gauges();
+    });
+  }
+}
+
+// ---- the component ----
+
+uint32_t owner(rt::kind, std::string_view key, uint32_t shards) {
+  return shard_of_partition(partition_of(key), shards);
+}
+
+void add_routes(net::router& routes, const dataplane::config&) {
+  routes.add("POST", "/api/accounts", [](net::request_context& ctx, net::http_response& r) {
+    reflector::of(ctx).create_account(ctx, r);
+  });
+  routes.add("POST", "/api/subscriptions", [](net::request_context& ctx, net::http_response& r) {
+    reflector::of(ctx).create_subscription(ctx, r);
+  });
+  routes.add("GET", "/api/subscriptions", [](net::request_context& ctx, net::http_response& r) {
+    reflector::of(ctx).list_subscriptions(ctx, r);
+  });
+  routes.add(
+      "POST", "/api/subscriptions:bulk",
+      [](net::request_context& ctx, net::http_response& r) { reflector::of(ctx).bulk(ctx, r); });
+  routes.add("GET", "/api/subscriptions/{id}",
+             [](net::request_context& ctx, net::http_response& r) {
+               reflector::of(ctx).one_subscription(ctx, r, verb_get);
+             });
+  routes.add("PATCH", "/api/subscriptions/{id}",
+             [](net::request_context& ctx, net::http_response& r) {
+               reflector::of(ctx).one_subscription(ctx, r, verb_patch);
+             });
+  routes.add("DELETE", "/api/subscriptions/{id}",
+             [](net::request_context& ctx, net::http_response& r) {
+               reflector::of(ctx).one_subscription(ctx, r, verb_delete);
+             });
+  for (size_t f = 0; f < feed_formats; ++f) {
+    const auto fmt = feed_format(f);
+    routes.add("GET", fmt::format("/f/{{token}}{}", path_suffix(fmt)),
+               [fmt](net::request_context& ctx, net::http_response& r) {
+                 reflector::of(ctx).poll(ctx, r, fmt);
+               });
+  }
+}
+
+std::unique_ptr<dataplane::component> create(shard_services& s) {
+  return std::make_unique<reflector>(s);
+}
+
+}  // namespace
+
+const dataplane::component_def& component() {
+  static const dataplane::component_def def = [] {
+    dataplane::component_def d;
+    d.name = "reflector";
+    d.id = dataplane::component_id::reflector;
+    d.kinds = {rt::kind::accounts, rt::kind::subscriptions};
+    d.owner = &owner;
+    d.add_routes = &add_routes;
+    d.create = &create;
+    return d;
+  }();
+  return def;
+}
+
+}  // namespace feedplane::reflector
