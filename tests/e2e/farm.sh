@@ -21,6 +21,7 @@ fail() { echo "FAIL: $*" >&2; [ -f "$tmp/err" ] && tail -5 "$tmp/err" >&2; exit 
 
 "$bin" farm --help | grep -q -- --start-paused || fail "feedplane farm --help is not the farm's"
 
+: >"$tmp/out" # exists before the farm's shell opens it, for the wait below
 "$bin" farm --feeds 400 --seed 3 --listen 127.0.0.1:0 --start-paused --speed 20000 \
   --misbehaving 0.3 --slow-seconds 1 \
   --truth "$tmp/truth.jsonl" --opml "$tmp/farm.opml" --pins "$tmp/pins" >"$tmp/out" 2>"$tmp/err" &
