@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -330,4 +331,61 @@ TEST(Farm, OpmlAndPins) {
   EXPECT_EQ(lines, f.hosts().size());
   unlink(opml);
   unlink(pins);
+}
+
+TEST(Farm, MisbehavingHosts) {
+  fm::options o = opts(4'000);
+  o.misbehaving_share = 0.2;
+  o.raw_port = 9090;
+  fm::farm f(o, vocabulary::english(), now);
+  size_t by_kind[fm::misbehaviour_count] = {};
+  for (size_t h = 0; h < f.hosts().size(); ++h) ++by_kind[size_t(f.host_misbehaves(h))];
+  EXPECT_NEAR(static_cast<double>(by_kind[0]) / static_cast<double>(f.hosts().size()), 0.8, 0.03);
+  for (size_t k = 1; k < fm::misbehaviour_count; ++k) EXPECT_GT(by_kind[k], 50u) << k;
+  // Every feed behaves as its host does; the host's port is the raw one for raw kinds.
+  std::map<std::string, fm::misbehaviour> of_host;
+  for (size_t h = 0; h < f.hosts().size(); ++h) of_host[f.hosts()[h]] = f.host_misbehaves(h);
+  std::string doc;
+  for (uint32_t i = 0; i < f.size(); ++i) {
+    const fm::feed_info& info = f.info(i);
+    ASSERT_EQ(of_host[info.host], info.misbehaves);
+    EXPECT_EQ(f.port_of(i), fm::raw(info.misbehaves) ? 9090 : 8080);
+    EXPECT_NE(f.url(i).find(":" + std::to_string(f.port_of(i)) + "/feed/"), std::string::npos);
+    if (info.misbehaves == fm::misbehaviour::redirect_chain) {
+      EXPECT_GE(info.redirects, 2);
+      EXPECT_LE(info.redirects, 4);
+    } else {
+      EXPECT_EQ(info.redirects, 0);
+    }
+    f.render(i, doc);
+    const bool closed =
+        doc.ends_with("</rss>\n") || doc.ends_with("</feed>\n") || doc.ends_with("]}\n");
+    EXPECT_EQ(closed, info.misbehaves != fm::misbehaviour::malformed) << i;
+    if (info.misbehaves == fm::misbehaviour::malformed && info.format != fm::feed_format::json) {
+      EXPECT_NE(doc.find(" & more</title>"), std::string::npos);
+    }
+  }
+  // A frozen Last-Modified stays put while the feed posts; the others move.
+  f.start(now, 3600);
+  std::vector<int64_t> lm(f.size());
+  std::vector<uint64_t> next(f.size());
+  for (uint32_t i = 0; i < f.size(); ++i) {
+    lm[i] = f.last_modified(i);
+    next[i] = f.next_seq(i);
+  }
+  f.publish_due(now + 600, [](const fm::entry&) {});
+  size_t frozen = 0, moved = 0;
+  for (uint32_t i = 0; i < f.size(); ++i) {
+    if (f.next_seq(i) == next[i] || f.info(i).valid == fm::validators::none) continue;
+    if (f.info(i).misbehaves == fm::misbehaviour::frozen_last_modified) {
+      EXPECT_EQ(f.last_modified(i), lm[i]);
+      EXPECT_TRUE(f.etag(i).empty());
+      ++frozen;
+    } else {
+      EXPECT_GT(f.last_modified(i), lm[i]);
+      ++moved;
+    }
+  }
+  EXPECT_GT(frozen, 0u);
+  EXPECT_GT(moved, 0u);
 }

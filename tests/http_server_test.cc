@@ -660,3 +660,22 @@ TEST(http_server, listen_address_errors) {
     close(fd);
   }
 }
+
+// The conditional-GET rule the server applies, as handlers may ask it first (RFC 9110 13.1).
+TEST(http_server, not_modified_rule) {
+  const char* lm_text = "Sun, 06 Nov 1994 08:49:37 GMT";
+  const int64_t lm = 784111777;
+  EXPECT_TRUE(not_modified("\"a\"", "", "\"a\"", -1));
+  EXPECT_TRUE(not_modified("W/\"a\"", "", "\"a\"", -1));  // weak comparison
+  EXPECT_TRUE(not_modified("\"b\", W/\"a\"", "", "W/\"a\"", -1));
+  EXPECT_TRUE(not_modified("*", "", "\"a\"", -1));
+  EXPECT_FALSE(not_modified("\"b\"", "", "\"a\"", -1));
+  EXPECT_FALSE(not_modified("\"a\"", "", "", lm));            // no ETag: never matches
+  EXPECT_FALSE(not_modified("\"b\"", lm_text, "\"a\"", lm));  // If-None-Match decides alone
+  EXPECT_TRUE(not_modified("", lm_text, "", lm));
+  EXPECT_TRUE(not_modified("", lm_text, "\"a\"", lm - 10));
+  EXPECT_FALSE(not_modified("", lm_text, "", lm + 1));
+  EXPECT_FALSE(not_modified("", lm_text, "", -1));
+  EXPECT_FALSE(not_modified("", "not a date", "", lm));
+  EXPECT_FALSE(not_modified("", "", "\"a\"", lm));
+}

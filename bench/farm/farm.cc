@@ -156,6 +156,19 @@ std::string_view validators_name(validators v) {
   return "none";
 }
 
+std::string_view misbehaviour_name(misbehaviour m) {
+  static constexpr std::string_view names[misbehaviour_count] = {"none",
+                                                                 "too_many_requests",
+                                                                 "too_many_requests_bare",
+                                                                 "frozen_last_modified",
+                                                                 "redirect_chain",
+                                                                 "malformed",
+                                                                 "slow",
+                                                                 "reset",
+                                                                 "endless"};
+  return names[size_t(m)];
+}
+
 std::string_view content_type(feed_format f) {
   switch (f) {
     case feed_format::rss:
@@ -239,6 +252,10 @@ farm::farm(const options& opt, const workload::vocabulary& vocab, double now)
     }
     f.peak_hour = static_cast<float>(std::fmod(15.0 + 4.0 * normal(r) + 48.0, 24.0));
     f.title_seed = static_cast<uint32_t>(r.next());
+    if (f.misbehaves == misbehaviour::frozen_last_modified)
+      f.valid = validators::last_modified_only;
+    if (f.misbehaves == misbehaviour::redirect_chain)
+      f.redirects = static_cast<uint8_t>(2 + r.below(3));
     state_[i].times_at = times;
     times += f.keep;
   }
@@ -293,8 +310,13 @@ void farm::build_hosts() {
   for (uint32_t i = 0; i < opt_.feeds; ++i) {
     feed_info& f = feeds_[i];
     if (i > 0 && r.uniform() < opt_.extra_feed_share) {
-      f.host = feeds_[r.below(i)].host;  // another feed on a host that has one
+      const feed_info& other = feeds_[r.below(i)];  // another feed on a host that has one
+      f.host = other.host;
+      f.misbehaves = other.misbehaves;
       continue;
+    }
+    if (r.uniform() < opt_.misbehaving_share) {
+      f.misbehaves = static_cast<misbehaviour>(1 + r.below(misbehaviour_count - 1));
     }
     if (next_corpus < corpus.size()) {
       f.host = corpus[next_corpus++];
@@ -322,6 +344,7 @@ void farm::build_hosts() {
       f.host = fmt::format("{}-{}.{}", label, i, suffix);
     }
     hosts_.push_back(f.host);
+    host_kind_.push_back(f.misbehaves);
   }
 }
 
@@ -330,7 +353,7 @@ std::string farm::path(uint32_t id) const {
 }
 
 std::string farm::url(uint32_t id) const {
-  return fmt::format("http://{}:{}{}", feeds_[id].host, opt_.port, path(id));
+  return fmt::format("http://{}:{}{}", feeds_[id].host, port_of(id), path(id));
 }
 
 int64_t farm::find(std::string_view host, std::string_view file) const {
@@ -384,6 +407,10 @@ void farm::render(uint32_t id, std::string& out) const {
   out.clear();
   workload::rng tr(f.title_seed);
   const std::string title = gen_.text(tr, 2 + tr.below(4));
+  // Malformed: a bare ampersand (an XML well-formedness error) after the title, and the
+  // document's closing tags missing (as if cut short).
+  const bool malformed = f.misbehaves == misbehaviour::malformed;
+  const std::string_view bad_title = malformed ? " & more" : "";
   const std::string home = fmt::format("http://{}/", f.host);
   const uint64_t first = first_seq(id), next = state_[id].next_seq;
   const double updated = time_of(id, next - 1);
@@ -392,6 +419,7 @@ void farm::render(uint32_t id, std::string& out) const {
       out.append(
           "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<rss version=\"2.0\">\n<channel>\n<title>");
       append_xml(out, title);
+      out.append(bad_title);
       out.append("</title>\n<link>").append(home).append("</link>\n<description>");
       append_xml(out, title);
       out.append("</description>\n<lastBuildDate>");
@@ -411,13 +439,14 @@ void farm::render(uint32_t id, std::string& out) const {
         append_xml(out, e.text);
         out.append("</description>\n</item>\n");
       }
-      out.append("</channel>\n</rss>\n");
+      if (!malformed) out.append("</channel>\n</rss>\n");
       break;
     case feed_format::atom:
       out.append(
           "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<feed "
           "xmlns=\"http://www.w3.org/2005/Atom\">\n<title>");
       append_xml(out, title);
+      out.append(bad_title);
       out.append("</title>\n<id>");
       append_xml(out, fmt::format("tag:{},2026:{}", f.host, id));
       out.append("</id>\n<link href=\"");
@@ -445,7 +474,7 @@ void farm::render(uint32_t id, std::string& out) const {
         append_xml(out, e.text);
         out.append("</content>\n</entry>\n");
       }
-      out.append("</feed>\n");
+      if (!malformed) out.append("</feed>\n");
       break;
     case feed_format::json:
       out.append("{\"version\":\"https://jsonfeed.org/version/1.1\",\"title\":");
@@ -470,7 +499,7 @@ void farm::render(uint32_t id, std::string& out) const {
         base::append_json_string(e.text, out);
         out.push_back('}');
       }
-      out.append("]}\n");
+      if (!malformed) out.append("]}\n");
       break;
   }
 }
@@ -529,7 +558,9 @@ size_t farm::publish_due(double now, const std::function<void(const entry&)>& on
     feed_state& s = state_[id];
     const uint64_t seq = s.next_seq++;
     time_slot(id, seq) = now;
-    s.last_modified = std::max(s.last_modified + 1, static_cast<int64_t>(std::floor(now)));
+    if (feeds_[id].misbehaves != misbehaviour::frozen_last_modified) {
+      s.last_modified = std::max(s.last_modified + 1, static_cast<int64_t>(std::floor(now)));
+    }
     entry e = make_entry(id, seq);
     e.sim_time = sim;
     ++published_;
@@ -576,8 +607,10 @@ void truth_log::write_feed(const farm& fm, uint32_t id) {
   line_.append(",\"host\":");
   base::append_json_string(f.host, line_);
   fmt::format_to(std::back_inserter(line_),
-                 ",\"format\":\"{}\",\"validators\":\"{}\",\"keep\":{},\"rate_per_day\":{:.6g}}}\n",
-                 format_name(f.format), validators_name(f.valid), f.keep, f.rate_per_day);
+                 ",\"format\":\"{}\",\"validators\":\"{}\",\"keep\":{},\"rate_per_day\":{:.6g},"
+                 "\"misbehaviour\":\"{}\",\"redirects\":{}}}\n",
+                 format_name(f.format), validators_name(f.valid), f.keep, f.rate_per_day,
+                 misbehaviour_name(f.misbehaves), f.redirects);
   put(line_);
 }
 
@@ -651,7 +684,10 @@ bool write_opml(const farm& fm, const std::string& path, std::string* error) {
 
 bool write_pins(const farm& fm, const std::string& path, std::string* error) {
   std::ofstream out(path, std::ios::trunc);
-  for (const std::string& h : fm.hosts()) out << h << ':' << fm.opts().port << ":127.0.0.1\n";
+  for (size_t i = 0; i < fm.hosts().size(); ++i) {
+    const uint16_t port = raw(fm.host_misbehaves(i)) ? fm.opts().raw_port : fm.opts().port;
+    out << fm.hosts()[i] << ':' << port << ":127.0.0.1\n";
+  }
   out.flush();
   if (!out) {
     *error = fmt::format("{}: cannot write", path);

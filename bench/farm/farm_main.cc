@@ -4,7 +4,11 @@
 //
 //   GET  /feed/ID.EXT   feed ID's document, chosen by the Host header and the path (404 when
 //                       the host does not carry that feed); ETag / Last-Modified and 304 as
-//                       the feed's validators say; gzip when asked
+//                       the feed's validators say; gzip when asked. Misbehaving hosts
+//                       (--misbehaving) answer as farm::misbehaviour says: 429s, redirect
+//                       chains through /moved/ID/K.EXT, late answers, broken documents.
+//   (raw port)          reset and endless hosts: one request read, then an RST, or a
+//                       chunked 200 that sends a chunk a second for ever
 //   POST /_farm/start   starts publishing (with --start-paused); idempotent
 //   POST /_farm/stop    stops publishing for good (the load driver's final check); idempotent
 //   GET  /_farm/stats   {"feeds", "hosts", "initial_entries", "published", "publishing",
@@ -17,20 +21,25 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <exception>
 #include <limits>
+#include <memory>
 #include <string>
 
 #include "feedplane/farm/farm.h"
+#include "feedplane/net/http_request.h"
 #include "feedplane/net/http_server.h"
 #include "feedplane/net/loop.h"
 
@@ -49,6 +58,8 @@ struct flags {
   bool truth_brief_initial = false;
   std::string opml;
   std::string pins;
+  double misbehaving = 0;
+  uint32_t slow_seconds = 3;
 };
 
 double wall_now() {
@@ -78,6 +89,89 @@ struct farm_server {
   std::string etag;  // the response's ETag, alive until the handler returns
   uint64_t requests = 0;
   uint64_t not_found = 0;
+  uint64_t raw_connections = 0;  // accepted on the raw port (reset and endless hosts)
+  uint64_t misbehaved = 0;       // answers that were a misbehaviour (429, redirect, late...)
+  std::vector<uint32_t> hits;    // requests per feed (the 429 hosts refuse every other one)
+  std::string location;          // a redirect's Location header line
+
+  // Slow answers wait here, due in order (every one waits the same slow_seconds).
+  struct late {
+    uint64_t due_ms;
+    net::deferred_response later;
+    uint32_t feed;
+  };
+  std::deque<late> slow;
+  net::timer slow_timer;
+  net::http_response slow_resp;
+  std::string slow_etag;
+
+  // Fills r with feed i's document and validators for request `req` (null: a deferred
+  // answer, whose request is gone; the server still decides 304 from what it copied).
+  void serve(uint32_t i, const net::http_request* req, net::http_response& r,
+             std::string& etag_store) {
+    r.content_type = farm::content_type(fm->info(i).format);
+    etag_store = fm->etag(i);
+    r.etag = etag_store;
+    r.last_modified = fm->last_modified(i);
+    // Most crawler fetches revalidate an unchanged feed: the server will answer 304, so
+    // skip rendering. The placeholder (no feed is shorter) keeps the 304's Vary and weak
+    // ETag what they would be with the document.
+    if (req != nullptr &&
+        net::not_modified(req->if_none_match, req->if_modified_since, r.etag, r.last_modified)) {
+      static const std::string placeholder(1024, ' ');
+      r.body = placeholder;
+      return;
+    }
+    fm->render(i, r.storage);
+    r.body = r.storage;
+  }
+
+  static void on_slow(void* self) {
+    auto* s = static_cast<farm_server*>(self);
+    const uint64_t now = s->loop->now_ms();
+    while (!s->slow.empty() && s->slow.front().due_ms <= now) {
+      late l = s->slow.front();
+      s->slow.pop_front();
+      s->slow_resp.clear();
+      s->serve(l.feed, nullptr, s->slow_resp, s->slow_etag);
+      l.later.complete(s->slow_resp);  // false when the client left: nothing to do
+    }
+    if (!s->slow.empty()) s->loop->arm(s->slow_timer, s->slow.front().due_ms - now);
+  }
+
+  // The answer of a misbehaving host to a request for feed i (`moved`: through the
+  // redirect chain, at hop `hop`). Returns false when it answers normally.
+  bool misbehave(net::request_context& c, net::http_response& r, uint32_t i, uint32_t hop) {
+    const farm::feed_info& f = fm->info(i);
+    switch (f.misbehaves) {
+      case farm::misbehaviour::too_many_requests:
+      case farm::misbehaviour::too_many_requests_bare:
+        if (hits[i]++ % 2 != 0) return false;
+        if (f.misbehaves == farm::misbehaviour::too_many_requests) {
+          r.extra_headers = "Retry-After: 60\r\n";
+        }
+        net::set_json_error(r, 429, "too_many_requests", "slow down");
+        break;
+      case farm::misbehaviour::redirect_chain: {
+        if (hop >= f.redirects) return false;
+        r.status = hop == 0 ? 301 : 302;
+        location = fmt::format("Location: http://{}/moved/{}/{}.{}\r\n", c.request().host, i,
+                               hop + 1, farm::file_extension(f.format));
+        r.extra_headers = location;
+        r.set_body("moved\n");
+        break;
+      }
+      case farm::misbehaviour::slow:
+        slow.push_back({loop->now_ms() + uint64_t{fm->opts().slow_seconds} * 1000, r.later, i});
+        r.defer = true;
+        if (!slow_timer.armed()) loop->arm(slow_timer, uint64_t{fm->opts().slow_seconds} * 1000);
+        break;
+      default:
+        return false;
+    }
+    ++misbehaved;
+    return true;
+  }
   bool stopped = false;  // POST /_farm/stop: nothing more is published (for a final check)
 
   void start_publishing() {
@@ -117,6 +211,144 @@ struct farm_server {
   }
 };
 
+// The raw listener: hosts whose misbehaviour the HTTP server cannot express. It reads one
+// request (net's request parser), finds the feed by Host and path, then resets the
+// connection (SO_LINGER 0, so close() sends RST) or starts a chunked 200 whose body never
+// ends: the opening of the feed's document, then a comment chunk a second until the client
+// goes away. Anything else gets a 404 and a close. Each connection has at most one op in
+// flight (a recv or a send), or its tick timer armed, so a slot is freed only when idle.
+class raw_server {
+ public:
+  raw_server(net::loop& l, const farm::farm& fm, uint64_t& accepted)
+      : loop_(l), fm_(fm), accepted_(accepted) {}
+  raw_server(const raw_server&) = delete;
+  raw_server& operator=(const raw_server&) = delete;
+
+  void start(int listen_fd) {
+    loop_.accept_multishot(listen_fd, net::bind<&raw_server::on_accept>(this));
+  }
+  void close_all() {
+    for (auto& c : conns_) {
+      if (c->fd >= 0) finish(*c);
+    }
+  }
+
+ private:
+  struct conn {
+    raw_server* srv = nullptr;
+    uint32_t index = 0;
+    int fd = -1;
+    std::string in;
+    std::string out;  // bytes being sent; `sent` of them went
+    size_t sent = 0;
+    char buf[4096];
+    net::request_parser parser;
+    net::timer tick;
+  };
+
+  void on_accept(const net::completion& c) {
+    if (c.res < 0) {
+      if (!c.more()) fmt::print(stderr, "farm: raw accept: {}\n", std::strerror(-c.res));
+      return;
+    }
+    ++accepted_;
+    conn* k;
+    if (!free_.empty()) {
+      k = conns_[free_.back()].get();
+      free_.pop_back();
+    } else {
+      conns_.push_back(std::make_unique<conn>());
+      k = conns_.back().get();
+      k->srv = this;
+      k->index = static_cast<uint32_t>(conns_.size() - 1);
+      k->tick.set(&raw_server::on_tick, k);
+    }
+    k->fd = c.res;
+    k->in.clear();
+    k->parser.reset();
+    read_more(*k);
+  }
+
+  void read_more(conn& k) {
+    loop_.recv(k.fd, k.buf, sizeof(k.buf), net::bind<&raw_server::on_recv>(this, k.index));
+  }
+
+  void on_recv(const net::completion& c) {
+    conn& k = *conns_[c.tag];
+    if (c.res <= 0) return finish(k);
+    k.in.append(k.buf, static_cast<size_t>(c.res));
+    net::http_request req;
+    switch (k.parser.parse(k.in, req)) {
+      case net::parse_status::incomplete:
+        return read_more(k);
+      case net::parse_status::error:
+        return finish(k);
+      case net::parse_status::complete:
+        break;
+    }
+    const std::string_view path = req.path;
+    const int64_t id = path.starts_with("/feed/") ? fm_.find(req.host, path.substr(6)) : -1;
+    if (id < 0 || !farm::raw(fm_.info(static_cast<uint32_t>(id)).misbehaves)) {
+      k.out = "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+      k.in.clear();  // marks "close after sending"
+      return send(k);
+    }
+    const farm::feed_info& f = fm_.info(static_cast<uint32_t>(id));
+    if (f.misbehaves == farm::misbehaviour::reset) {
+      const linger lg{1, 0};  // close() now sends RST instead of FIN
+      setsockopt(k.fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+      return finish(k);
+    }
+    // Endless: headers and the opening of the document; chunks follow, one a second.
+    std::string doc;
+    fm_.render(static_cast<uint32_t>(id), doc);
+    doc.resize(std::min<size_t>(doc.size(), 512));
+    k.out = fmt::format(
+        "HTTP/1.1 200 OK\r\nContent-Type: {}\r\nTransfer-Encoding: chunked\r\n\r\n{:x}\r\n{}\r\n",
+        farm::content_type(f.format), doc.size(), doc);
+    k.in = "endless";
+    send(k);
+  }
+
+  void send(conn& k) {
+    k.sent = 0;
+    loop_.send(k.fd, k.out.data(), k.out.size(), net::bind<&raw_server::on_sent>(this, k.index));
+  }
+
+  void on_sent(const net::completion& c) {
+    conn& k = *conns_[c.tag];
+    if (c.res <= 0) return finish(k);  // the client went away: the usual end of an endless body
+    k.sent += static_cast<size_t>(c.res);
+    if (k.sent < k.out.size()) {
+      loop_.send(k.fd, k.out.data() + k.sent, k.out.size() - k.sent,
+                 net::bind<&raw_server::on_sent>(this, k.index));
+      return;
+    }
+    if (k.in.empty()) return finish(k);  // the 404
+    loop_.arm(k.tick, 1000);
+  }
+
+  static void on_tick(void* p) {
+    conn& k = *static_cast<conn*>(p);
+    static constexpr std::string_view chunk = "<!-- more is coming -->\n";
+    k.out = fmt::format("{:x}\r\n{}\r\n", chunk.size(), chunk);
+    k.srv->send(k);
+  }
+
+  void finish(conn& k) {
+    loop_.disarm(k.tick);
+    close(k.fd);
+    k.fd = -1;
+    free_.push_back(k.index);
+  }
+
+  net::loop& loop_;
+  const farm::farm& fm_;
+  uint64_t& accepted_;
+  std::vector<std::unique_ptr<conn>> conns_;  // slots never move; tag = index
+  std::vector<uint32_t> free_;
+};
+
 void add_routes(net::router& routes) {
   routes.add("GET", "/feed/{file}", [](net::request_context& c, net::http_response& r) {
     auto& s = c.context_as<farm_server>();
@@ -128,12 +360,30 @@ void add_routes(net::router& routes) {
       return;
     }
     const auto i = static_cast<uint32_t>(id);
-    s.fm->render(i, r.storage);
-    r.body = r.storage;
-    r.content_type = farm::content_type(s.fm->info(i).format);
-    s.etag = s.fm->etag(i);
-    r.etag = s.etag;
-    r.last_modified = s.fm->last_modified(i);
+    if (!s.misbehave(c, r, i, 0)) s.serve(i, &c.request(), r, s.etag);
+  });
+  // The hops of a redirect chain: /moved/ID/K.EXT, K = 1..redirects (the last serves).
+  routes.add("GET", "/moved/{id}/{file}", [](net::request_context& c, net::http_response& r) {
+    auto& s = c.context_as<farm_server>();
+    ++s.requests;
+    const std::string_view file = c.param("file");
+    const size_t dot = file.find('.');
+    uint32_t hop = 0;
+    const auto [end, ec] =
+        std::from_chars(file.data(), file.data() + std::min(dot, file.size()), hop);
+    const int64_t id =
+        dot == std::string_view::npos || ec != std::errc() || end != file.data() + dot
+            ? -1
+            : s.fm->find(c.request().host, fmt::format("{}{}", c.param("id"), file.substr(dot)));
+    if (id < 0 ||
+        s.fm->info(static_cast<uint32_t>(id)).misbehaves != farm::misbehaviour::redirect_chain ||
+        hop == 0 || hop > s.fm->info(static_cast<uint32_t>(id)).redirects) {
+      ++s.not_found;
+      net::set_json_error(r, 404, "not_found", "no such feed on this host");
+      return;
+    }
+    const auto i = static_cast<uint32_t>(id);
+    if (!s.misbehave(c, r, i, hop)) s.serve(i, &c.request(), r, s.etag);
   });
   routes.add("POST", "/_farm/start", [](net::request_context& c, net::http_response& r) {
     auto& s = c.context_as<farm_server>();
@@ -151,13 +401,14 @@ void add_routes(net::router& routes) {
     auto& s = c.context_as<farm_server>();
     const double now = wall_now();
     r.content_type = "application/json";
-    r.set_body(
-        fmt::format("{{\"feeds\":{},\"hosts\":{},\"initial_entries\":{},\"published\":{},"
-                    "\"publishing\":{},\"speed\":{:g},\"time\":{:.3f},\"sim_time\":{:.3f},"
-                    "\"requests\":{},\"not_modified\":{},\"not_found\":{}}}\n",
-                    s.fm->size(), s.fm->hosts().size(), s.fm->initial_entries(), s.fm->published(),
-                    s.fm->started(), s.fm->started() ? s.fm->speed() : s.speed, now,
-                    s.fm->sim_time(now), s.requests, s.srv->stats().not_modified, s.not_found));
+    r.set_body(fmt::format(
+        "{{\"feeds\":{},\"hosts\":{},\"initial_entries\":{},\"published\":{},"
+        "\"publishing\":{},\"speed\":{:g},\"time\":{:.3f},\"sim_time\":{:.3f},"
+        "\"requests\":{},\"not_modified\":{},\"not_found\":{},\"misbehaved\":{},"
+        "\"raw_connections\":{}}}\n",
+        s.fm->size(), s.fm->hosts().size(), s.fm->initial_entries(), s.fm->published(),
+        s.fm->started(), s.fm->started() ? s.fm->speed() : s.speed, now, s.fm->sim_time(now),
+        s.requests, s.srv->stats().not_modified, s.not_found, s.misbehaved, s.raw_connections));
   });
 }
 
@@ -178,6 +429,8 @@ int run(const flags& fl) {
   opt.seed = fl.seed;
   opt.feeds = fl.feeds;
   opt.hosts_file = fl.hosts.empty() ? default_hosts_file() : fl.hosts;
+  opt.misbehaving_share = fl.misbehaving;
+  opt.slow_seconds = fl.slow_seconds;
   if (opt.hosts_file == "none") opt.hosts_file.clear();
   const workload::vocabulary& vocab = workload::vocabulary::english();
   const double now = wall_now();
@@ -191,6 +444,14 @@ int run(const flags& fl) {
   }
   const int port = net::bound_port(lfd);
   fm.set_port(static_cast<uint16_t>(port));
+  // The raw listener: same address, any free port.
+  const std::string raw_listen = fl.listen.substr(0, fl.listen.rfind(':')) + ":0";
+  const int raw_fd = net::listen_tcp(raw_listen, false, &err);
+  if (raw_fd < 0) {
+    fmt::print(stderr, "farm: listen {}: {}\n", raw_listen, err);
+    return 1;
+  }
+  fm.set_raw_port(static_cast<uint16_t>(net::bound_port(raw_fd)));
 
   if (!fl.opml.empty() && !farm::write_opml(fm, fl.opml, &err)) {
     fmt::print(stderr, "farm: {}\n", err);
@@ -225,8 +486,12 @@ int run(const flags& fl) {
   state.loop = loop.get();
   state.speed = fl.speed;
   state.publish_timer.set(&farm_server::on_timer, &state);
+  state.slow_timer.set(&farm_server::on_slow, &state);
+  state.hits.assign(fm.size(), 0);
   net::server_options so;
   so.idle_timeout_ms = 120'000;  // crawlers keep connections to many hosts open between polls
+  // A slow answer must come before the server gives up on it.
+  so.defer_timeout_ms = std::max<uint32_t>(so.defer_timeout_ms, (fl.slow_seconds + 5) * 1000);
   net::http_server srv(*loop, routes, so, &state);
   state.srv = &srv;
   if (!srv.start(lfd)) {
@@ -238,6 +503,8 @@ int run(const flags& fl) {
     void on_signal(const net::completion&) { l->stop(); }
   } stop{loop.get()};
   loop->poll_add(sfd, POLLIN, net::bind<&stopper::on_signal>(&stop));
+  raw_server raw(*loop, fm, state.raw_connections);
+  raw.start(raw_fd);
   if (!fl.start_paused) state.start_publishing();
 
   fmt::print("farm: listening on http://127.0.0.1:{}\n", port);
@@ -245,9 +512,12 @@ int run(const flags& fl) {
   const int r = loop->run();
   if (loop->stopping()) fmt::print(stderr, "farm: stopping\n");
   loop->disarm(state.publish_timer);
+  loop->disarm(state.slow_timer);
+  raw.close_all();
   srv.shutdown();
   truth.flush();
   close(lfd);
+  close(raw_fd);
   close(sfd);
   if (r < 0) {
     fmt::print(stderr, "farm: io_uring: {}\n", std::strerror(-r));
@@ -256,9 +526,7 @@ int run(const flags& fl) {
   return 0;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int cli_main(int argc, char** argv) {
   CLI::App app{
       "feedplane-farm: a synthetic feed farm on loopback for feedplane's load harness: N feeds "
       "under many host names, shaped like the small web, publishing on a simulated clock, "
@@ -282,15 +550,32 @@ int main(int argc, char** argv) {
                "log the initial backlog without titles and texts (large farms)");
   app.add_option("--opml", fl.opml, "write an OPML 2.0 list of every feed URL to FILE");
   app.add_option("--pins", fl.pins, "write HOST:PORT:127.0.0.1 lines (--resolve pins) to FILE");
+  app.add_option("--misbehaving", fl.misbehaving,
+                 "share of hosts that misbehave (429s, frozen Last-Modified, redirect chains, "
+                 "malformed documents, slow answers, resets, endless bodies; the truth log's feed "
+                 "lines say which)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--slow-seconds", fl.slow_seconds, "how late a slow host answers")
+      ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
+  return run(fl);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
   try {
-    return run(fl);
+    return cli_main(argc, argv);
   } catch (const std::exception& e) {
+    // Start-up may throw (allocation, a missing vocabulary): say what and exit non-zero.
     std::fprintf(stderr, "farm: %s\n", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "farm: unknown exception\n");
   }
   return 1;
 }

@@ -135,6 +135,14 @@ bool etag_matches(std::string_view inm, std::string_view etag) {
 
 }  // namespace
 
+bool not_modified(std::string_view if_none_match, std::string_view if_modified_since,
+                  std::string_view etag, int64_t last_modified) {
+  if (!if_none_match.empty()) return !etag.empty() && etag_matches(if_none_match, etag);
+  if (if_modified_since.empty() || last_modified < 0) return false;
+  const int64_t ims = parse_http_date(if_modified_since);
+  return ims >= 0 && last_modified <= ims;
+}
+
 // ---- connection ----
 
 // What the response needs from its request (copied when the response is deferred).
@@ -766,14 +774,10 @@ void http_server::write_response(connection& k, const request_meta& req, http_re
   if (r.status >= 400) ++stats_.errors_4xx;
   int status = r.status;
   // Conditional GET (RFC 9110 13.1): If-None-Match wins over If-Modified-Since.
-  if (status == 200 && (req.method == "GET" || req.method == "HEAD")) {
-    if (!req.if_none_match.empty()) {
-      if (!r.etag.empty() && etag_matches(req.if_none_match, r.etag)) status = 304;
-    } else if (!req.if_modified_since.empty() && r.last_modified >= 0) {
-      int64_t ims = parse_http_date(req.if_modified_since);
-      if (ims >= 0 && r.last_modified <= ims) status = 304;
-    }
-    if (status == 304) ++stats_.not_modified;
+  if (status == 200 && (req.method == "GET" || req.method == "HEAD") &&
+      not_modified(req.if_none_match, req.if_modified_since, r.etag, r.last_modified)) {
+    status = 304;
+    ++stats_.not_modified;
   }
   const bool vary = opt_.gzip && r.compressible && r.body.size() >= opt_.gzip_min_bytes;
   std::string_view body = r.body;

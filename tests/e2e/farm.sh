@@ -3,7 +3,8 @@
 # loopback port, fetches feeds of every format and validator kind with curl through the
 # --resolve pins it wrote, parses them with python3-feedparser (Debian's; JSON Feed with
 # python's json: feedparser 6.0 reads no JSON Feed), checks 304 on revalidation and 404 for a
-# host that does not carry the feed, then starts publishing and checks that a new entry
+# host that does not carry the feed, checks one host of each misbehaviour (30% of hosts
+# misbehave here), then starts publishing and checks that a new entry
 # appears both in its feed and in the truth log, with the text the log says. Stops the farm
 # by pid.
 set -euo pipefail
@@ -20,7 +21,9 @@ fail() { echo "FAIL: $*" >&2; [ -f "$tmp/err" ] && tail -5 "$tmp/err" >&2; exit 
 
 "$bin" farm --help | grep -q -- --start-paused || fail "feedplane farm --help is not the farm's"
 
+: >"$tmp/out" # exists before the farm's shell opens it, for the wait below
 "$bin" farm --feeds 400 --seed 3 --listen 127.0.0.1:0 --start-paused --speed 20000 \
+  --misbehaving 0.3 --slow-seconds 1 \
   --truth "$tmp/truth.jsonl" --opml "$tmp/farm.opml" --pins "$tmp/pins" >"$tmp/out" 2>"$tmp/err" &
 farm_pid=$!
 for _ in $(seq 200); do
@@ -47,8 +50,11 @@ assert not any(l["kind"] == "start" for l in lines)
 urls = [o.get("xmlUrl") for o in ET.parse(f"{tmp}/farm.opml").getroot().iter("outline")]
 assert urls == [f["url"] for f in feeds]
 pins = {l.strip() for l in open(f"{tmp}/pins")}
-hosts = {f["host"] for f in feeds}
-assert pins == {f"{h}:{port}:127.0.0.1" for h in hosts}, "pins do not match the hosts"
+want = {f'{f["host"]}:{f["url"].split(":")[2].split("/")[0]}:127.0.0.1' for f in feeds}
+assert pins == want, "pins do not match the hosts"
+assert sum(p.endswith(f":{port}:127.0.0.1") for p in pins) > len(pins) / 2
+kinds = {f["misbehaviour"] for f in feeds}
+assert len(kinds) == 9, kinds
 PY
 
 # One feed of each kind: (format, validators) -> url.
@@ -57,7 +63,7 @@ import json, sys
 seen = {}
 for l in open(f"{sys.argv[1]}/truth.jsonl"):
     f = json.loads(l)
-    if f["kind"] == "feed":
+    if f["kind"] == "feed" and f["misbehaviour"] == "none":
         seen.setdefault((f["format"], f["validators"]), f["url"])
 for (fmt, val), url in sorted(seen.items()):
     print(fmt, val, url)
@@ -104,7 +110,11 @@ PY
     etag+last-modified)
       [ -n "$etag" ] && [ -n "$lm" ] || fail "$url: validators missing"
       [ "$(fetch "$url" "$tmp/re" -H "If-None-Match: $etag")" = 304 ] || fail "$url: no 304 on If-None-Match"
-      [ "$(fetch "$url" "$tmp/re" -H "If-Modified-Since: $lm")" = 304 ] || fail "$url: no 304 on If-Modified-Since" ;;
+      [ "$(fetch "$url" "$tmp/re" -H "If-Modified-Since: $lm")" = 304 ] || fail "$url: no 304 on If-Modified-Since"
+      # fetch asks for gzip: the 200's tag was weak, and so is the 304's (the farm skips
+      # rendering for it).
+      [ "${etag#W/}" != "$etag" ] || fail "$url: the gzip'd 200 has a strong ETag $etag"
+      [ "$(header ETag "$tmp/re.h")" = "$etag" ] || fail "$url: the 304's ETag is not the 200's" ;;
     last-modified)
       [ -z "$etag" ] && [ -n "$lm" ] || fail "$url: want Last-Modified only"
       [ "$(fetch "$url" "$tmp/re" -H "If-Modified-Since: $lm")" = 304 ] || fail "$url: no 304 on If-Modified-Since" ;;
@@ -120,10 +130,76 @@ path=${url#http://*/}
 [ "$(curl -sS -o /dev/null -w '%{http_code}' --resolve "nobody.example:$port:127.0.0.1" "http://nobody.example:$port/$path")" = 404 ] ||
   fail "a feed served under a host that does not carry it"
 
+# Misbehaving hosts, one feed of each kind.
+"$py" - "$tmp" >"$tmp/bad" <<'PY'
+import json, sys
+seen = {}
+for l in open(f"{sys.argv[1]}/truth.jsonl"):
+    f = json.loads(l)
+    if f["kind"] == "feed" and f["misbehaviour"] != "none":
+        seen.setdefault(f["misbehaviour"], (f["url"], f["format"], f["redirects"]))
+for kind, (url, fmt, redirects) in sorted(seen.items()):
+    print(kind, url, fmt, redirects)
+PY
+while read -r kind url fmt redirects; do
+  host=${url#http://}
+  host=${host%%/*}
+  pin="${host%%:*}:${host##*:}:127.0.0.1"
+  case $kind in
+    too_many_requests | too_many_requests_bare)
+      [ "$(fetch "$url" "$tmp/m")" = 429 ] || fail "$kind: want 429"
+      ra=$(header Retry-After "$tmp/m.h")
+      if [ "$kind" = too_many_requests ]; then [ "$ra" = 60 ] || fail "$kind: Retry-After '$ra'"; else [ -z "$ra" ] || fail "$kind: Retry-After"; fi
+      [ "$(fetch "$url" "$tmp/m")" = 200 ] || fail "$kind: the next request wants 200" ;;
+    frozen_last_modified)
+      [ "$(fetch "$url" "$tmp/m")" = 200 ] || fail "$kind: want 200"
+      [ -z "$(header ETag "$tmp/m.h")" ] && [ -n "$(header Last-Modified "$tmp/m.h")" ] || fail "$kind: validators"
+      header Last-Modified "$tmp/m.h" >"$tmp/frozen_lm"
+      echo "$url" >"$tmp/frozen_url" ;;
+    redirect_chain)
+      out=$(curl -sS --compressed --resolve "$pin" -L --max-redirs 10 -o "$tmp/m" -w '%{http_code} %{num_redirects}' "$url")
+      [ "$out" = "200 $redirects" ] || fail "$kind: '$out', want 200 after $redirects redirects"
+      [ "$(fetch "$url" "$tmp/m")" = 301 ] || fail "$kind: the first hop is not a 301" ;;
+    malformed)
+      [ "$(fetch "$url" "$tmp/m")" = 200 ] || fail "$kind: want 200"
+      "$py" - "$tmp/m" "$fmt" <<'PY' || fail "$kind: the document is well-formed"
+import json, sys
+doc, fmt = sys.argv[1:]
+if fmt == "json":
+    try:
+        json.load(open(doc))
+        sys.exit(1)
+    except ValueError:
+        pass
+else:
+    import feedparser
+    d = feedparser.parse(open(doc, "rb").read())
+    assert d.bozo == 1 and d.entries, d.bozo
+PY
+      ;;
+    slow)
+      out=$(curl -sS --resolve "$pin" -o /dev/null -w '%{http_code} %{time_total}' "$url")
+      [ "${out%% *}" = 200 ] || fail "$kind: $out"
+      "$py" -c 'import sys; sys.exit(float(sys.argv[1]) < 0.9)' "${out##* }" || fail "$kind: answered in ${out##* } s" ;;
+    reset)
+      rc=0
+      curl -sS --resolve "$pin" -o /dev/null "$url" 2>"$tmp/m.err" || rc=$?
+      [ "$rc" = 56 ] || fail "$kind: curl exit $rc, want 56 (reset): $(cat "$tmp/m.err")" ;;
+    endless)
+      rc=0
+      curl -sS --resolve "$pin" -o "$tmp/m" --max-time 2.5 "$url" 2>/dev/null || rc=$?
+      [ "$rc" = 28 ] || fail "$kind: curl exit $rc, want 28 (timed out)"
+      grep -q 'more is coming' "$tmp/m" || fail "$kind: no chunks" ;;
+    *) fail "unknown misbehaviour $kind" ;;
+  esac
+done <"$tmp/bad"
+[ "$(wc -l <"$tmp/bad")" = 8 ] || fail "misbehaviours: $(cat "$tmp/bad")"
+
 # Publishing: the busiest feed gets a new entry, in the document and in the truth log.
 busy=$("$py" -c '
 import json, sys
-f = max((json.loads(l) for l in open(sys.argv[1]) if "\"kind\":\"feed\"" in l), key=lambda f: f["rate_per_day"])
+feeds = (json.loads(l) for l in open(sys.argv[1]) if "\"kind\":\"feed\"" in l)
+f = max((f for f in feeds if f["misbehaviour"] == "none"), key=lambda f: f["rate_per_day"])
 print(f["url"])' "$tmp/truth.jsonl")
 curl -sS -X POST "$base/_farm/start" | grep -q '"publishing":true' || fail "POST /_farm/start"
 for _ in $(seq 200); do
@@ -156,7 +232,8 @@ stats=$(curl -sS "$base/_farm/stats")
 import json, sys
 s = json.loads(sys.argv[1])
 assert s["feeds"] == 400 and s["publishing"] and s["published"] > 0, s
-assert s["not_modified"] >= 7 and s["not_found"] == 1 and s["requests"] >= 20, s' "$stats" ||
+assert s["not_modified"] >= 7 and s["not_found"] == 1 and s["requests"] >= 20, s
+assert s["misbehaved"] >= 7 and s["raw_connections"] == 2, s' "$stats" ||
   fail "stats: $stats"
 
 kill "$farm_pid"

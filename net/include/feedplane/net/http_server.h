@@ -98,6 +98,13 @@ void set_unavailable(http_response& r, std::string_view message, uint32_t retry_
                      std::string_view code = "unavailable");
 // The stable CODE for a status the server answers itself ("not_found" for 404, ...).
 std::string_view error_code(int status);
+// Conditional GET (RFC 9110 13.1): true when a GET or HEAD with these If-None-Match and
+// If-Modified-Since values ("" when absent) gets 304 for a representation with this ETag
+// ("" = none) and Last-Modified (unix seconds, -1 = none). If-None-Match, when present,
+// decides alone (weak comparison). The server applies it to every 200 answer to GET and
+// HEAD; a handler may ask first to skip building a body that will not be sent.
+bool not_modified(std::string_view if_none_match, std::string_view if_modified_since,
+                  std::string_view etag, int64_t last_modified);
 
 struct path_param {
   std::string_view name;   // as in the pattern ("token" for {token})

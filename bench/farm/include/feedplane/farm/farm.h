@@ -43,10 +43,31 @@ namespace feedplane::farm {
 enum class feed_format : uint8_t { rss, atom, json };
 enum class validators : uint8_t { etag_and_last_modified, last_modified_only, none };
 
-std::string_view format_name(feed_format f);     // "rss", "atom", "json"
-std::string_view validators_name(validators v);  // "etag+last-modified", ...
-std::string_view content_type(feed_format f);    // the Content-Type it is served with
-std::string_view file_extension(feed_format f);  // "xml", "atom", "json"
+// How a misbehaving host treats every feed it carries (the truth log's feed list names it,
+// so the driver knows which feeds cannot be held to the delivery check as plain ones).
+enum class misbehaviour : uint8_t {
+  none,
+  too_many_requests,       // every other request: 429 with Retry-After: 60
+  too_many_requests_bare,  // every other request: 429 without Retry-After
+  frozen_last_modified,    // Last-Modified (its only validator) never changes: IMS gets 304
+  redirect_chain,          // 301, then 302s (`redirects` in all), then the document
+  malformed,               // a bare '&' in the title, the closing tags (or "]}") missing
+  slow,                    // every answer delayed by options::slow_seconds
+  reset,                   // the connection reset (RST) once the request arrived, no answer
+  endless,                 // 200, chunked, a body that never ends (a chunk a second)
+};
+inline constexpr size_t misbehaviour_count = 9;
+
+std::string_view format_name(feed_format f);         // "rss", "atom", "json"
+std::string_view validators_name(validators v);      // "etag+last-modified", ...
+std::string_view content_type(feed_format f);        // the Content-Type it is served with
+std::string_view file_extension(feed_format f);      // "xml", "atom", "json"
+std::string_view misbehaviour_name(misbehaviour m);  // "none", "too_many_requests", ...
+// Reset and endless hosts are served by the farm's raw listener on its own port, not by the
+// HTTP server.
+constexpr bool raw(misbehaviour m) {
+  return m == misbehaviour::reset || m == misbehaviour::endless;
+}
 
 struct options {
   uint64_t seed = 1;
@@ -54,10 +75,14 @@ struct options {
   // smallweb.txt: one feed URL a line; its hosts are sampled. "" or unreadable: names are
   // generated (hosts_from_corpus() says which happened).
   std::string hosts_file;
-  uint16_t port = 80;  // in feed URLs (set_port() once the listener is bound)
+  uint16_t port = 80;      // in feed URLs (set_port() once the listener is bound)
+  uint16_t raw_port = 81;  // in the URLs of reset and endless hosts
 
   // A feed on a host that already has one (the host's second, third... feed).
   double extra_feed_share = 0.05;
+  // Misbehaving hosts: this share of hosts, the kinds of `misbehaviour` in equal parts.
+  double misbehaving_share = 0;
+  uint32_t slow_seconds = 3;
   // Document size in bytes: log-normal with this median and 90th percentile.
   double size_median = 7600;
   double size_p90 = 23000;
@@ -81,11 +106,13 @@ struct feed_info {
   std::string host;  // lower case, no port
   feed_format format = feed_format::rss;
   validators valid = validators::etag_and_last_modified;
-  uint16_t keep = 15;         // entries in the document
-  uint32_t body_bytes = 300;  // mean plain-text bytes of an entry's body
-  double rate_per_day = 0;    // mean posts per simulated day
-  float peak_hour = 15;       // UTC hour of the daily peak
-  uint32_t title_seed = 0;    // the feed's title words
+  uint16_t keep = 15;                            // entries in the document
+  uint32_t body_bytes = 300;                     // mean plain-text bytes of an entry's body
+  double rate_per_day = 0;                       // mean posts per simulated day
+  float peak_hour = 15;                          // UTC hour of the daily peak
+  uint32_t title_seed = 0;                       // the feed's title words
+  misbehaviour misbehaves = misbehaviour::none;  // its host's
+  uint8_t redirects = 0;                         // redirect_chain: 2-4 hops
 };
 
 // One entry, as served and as logged.
@@ -109,10 +136,15 @@ class farm {
   const feed_info& info(uint32_t id) const { return feeds_[id]; }
   const options& opts() const { return opt_; }
   bool hosts_from_corpus() const { return hosts_from_corpus_; }
-  // Distinct host names, in order of first use.
+  // Distinct host names, in order of first use, and how each behaves.
   const std::vector<std::string>& hosts() const { return hosts_; }
+  misbehaviour host_misbehaves(size_t host) const { return host_kind_[host]; }
 
   void set_port(uint16_t port) { opt_.port = port; }
+  void set_raw_port(uint16_t port) { opt_.raw_port = port; }
+  uint16_t port_of(uint32_t id) const {
+    return raw(feeds_[id].misbehaves) ? opt_.raw_port : opt_.port;
+  }
   // "http://HOST:PORT/feed/ID.EXT"
   std::string url(uint32_t id) const;
   // The path a feed is served at: "/feed/ID.EXT".
@@ -179,6 +211,7 @@ class farm {
   std::vector<workload::rng> post_rng_;  // one posting process per feed
   std::vector<double> times_;            // publish times, `keep` slots per feed
   std::vector<std::string> hosts_;
+  std::vector<misbehaviour> host_kind_;  // beside hosts_
   uint64_t initial_entries_ = 0;
 
   bool started_ = false;
@@ -192,7 +225,8 @@ class farm {
 // The truth log: JSON Lines, one object a line, written with stdio and flushed by the
 // caller after each batch of posts (so a reader never sees half a batch it could act on).
 //   {"kind":"farm", "seed", "feeds", "hosts", "port", "time", "hosts_from_corpus"}
-//   {"kind":"feed", "feed", "url", "host", "format", "validators", "keep", "rate_per_day"}
+//   {"kind":"feed", "feed", "url", "host", "format", "validators", "keep", "rate_per_day",
+//    "misbehaviour", "redirects"}
 //   {"kind":"start", "time", "speed"}
 //   {"kind":"entry", "feed", "url", "seq", "guid", "link", "published", "sim_time",
 //    "initial", "title", "text"}
@@ -223,7 +257,8 @@ class truth_log {
 
 // The OPML 2.0 subscription list of every feed (pugixml). False with *error on failure.
 bool write_opml(const farm& fm, const std::string& path, std::string* error);
-// One "HOST:PORT:127.0.0.1" line per host (feedplane's and curl's --resolve format).
+// One "HOST:PORT:127.0.0.1" line per host (feedplane's and curl's --resolve format); PORT
+// is the raw port for reset and endless hosts.
 bool write_pins(const farm& fm, const std::string& path, std::string* error);
 
 }  // namespace feedplane::farm
