@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The load harness end to end: `feedplane load` starts a feed farm and feedplane, imports
+# the farm's feeds (OPML), loads subscriptions through the bulk API, runs while the farm
+# publishes and pollers poll, then checks delivery against the farm's truth log with the
+# reference matcher. Passes only when the driver exits 0 (no unexplained miss, no
+# duplicate, something expected) and its last line is the delivery line.
+#   load.sh FEEDPLANE FEEDS SUBSCRIPTIONS SECONDS SPEED
+set -euo pipefail
+bin=$1 feeds=$2 subs=$3 secs=$4 speed=$5
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+rc=0
+"$bin" load --feeds "$feeds" --subscriptions "$subs" --duration "$secs" --speed "$speed" \
+  --shards 2 --min-interval 2 --max-interval 10 --out "$tmp/out" >"$tmp/stdout" 2>"$tmp/stderr" || rc=$?
+cat "$tmp/out/report.md" 2>/dev/null || true
+if [ "$rc" -ne 0 ]; then
+  echo "FAIL: feedplane load exited $rc" >&2
+  tail -30 "$tmp/stderr" >&2
+  tail -20 "$tmp/out/feedplane.log" >&2 || true
+  exit 1
+fi
+last=$(tail -1 "$tmp/stdout")
+echo "$last"
+[[ "$last" =~ ^delivery:\ ([0-9]+)\ expected,\ ([0-9]+)\ delivered,\ ([0-9]+)\ pushed\ out,\ 0\ unexplained,\ 0\ duplicates$ ]] ||
+  { echo "FAIL: last line is not a clean delivery line" >&2; exit 1; }
+[ "${BASH_REMATCH[1]}" -gt 0 ] && [ "${BASH_REMATCH[2]}" -gt 0 ] ||
+  { echo "FAIL: nothing expected or nothing delivered" >&2; exit 1; }
+echo "PASS"
