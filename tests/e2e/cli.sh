@@ -35,7 +35,7 @@ python3 - "$bin" "$src/README.md" <<'PY' || fail "README out of step with the bi
 import re, subprocess, sys
 binary, readme = sys.argv[1], open(sys.argv[2]).read()
 bad = []
-for sub in ("serve", "fetch", "parse", "match", "config", "farm"):
+for sub in ("serve", "fetch", "parse", "match", "config", "farm", "load"):
     m = re.search(r"\| `feedplane " + sub + r"\b([^`]*)`", readme)
     if not m:
         bad.append(f"no synopsis for {sub}")

@@ -17,6 +17,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -473,51 +474,87 @@ int run(const options& o) {
   }
   const double publish_start = now_s();
   t0 = clock_type::now();
-  percentiles poll_ms;
-  uint64_t polls = 0, polls_304 = 0, polls_err = 0;
-  std::unordered_map<std::string, double> first_seen;  // item id -> unix seconds
-  std::unordered_map<std::string, uint64_t> known_seq;
-  std::vector<std::string> etags(subs.size());
-  feedplane::workload::rng pr(o.seed * 31 + 7);
-  std::vector<feedplane::load::served_item> items;
-  auto last_status = clock_type::now();
+  // Pollers: P threads, each with its own connection, together polling at poll_rate, each
+  // subscription's feed chosen at random and revalidated with its last ETag.
+  struct poller_state {
+    percentiles ms;
+    uint64_t polls = 0, not_modified = 0, errors = 0;
+    std::unordered_map<std::string, double> first_seen;  // item id -> unix seconds
+    std::unordered_map<std::string, uint64_t> seqs;
+  };
+  const uint32_t npollers = std::max<uint32_t>(1, o.pollers);
+  std::vector<poller_state> pst(npollers);
+  std::vector<std::string> etags(subs.size());  // subscription i is polled by poller i % P
+  std::atomic<uint64_t> polls_total{0};         // relaxed: a progress figure only
+  std::vector<std::thread> pollers;
+  for (uint32_t p = 0; p < npollers; ++p) {
+    pollers.emplace_back([&, p] {
+      http ph;
+      poller_state& ps = pst[p];
+      feedplane::workload::rng pr(o.seed * 31 + 7 + p);
+      std::vector<feedplane::load::served_item> items;
+      std::string pbody, perr;
+      const double rate = o.poll_rate / npollers;
+      for (;;) {
+        const double el = std::chrono::duration<double>(clock_type::now() - t0).count();
+        if (el >= o.duration) break;
+        if (double(ps.polls) >= el * rate || subs.size() <= p) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(2));
+          continue;
+        }
+        // A subscription of this poller's residue class (its ETag is this thread's alone).
+        const size_t i =
+            size_t(pr.below((subs.size() - p + npollers - 1) / npollers)) * npollers + p;
+        std::string etag;
+        const auto p0 = clock_type::now();
+        const long code =
+            ph.request("GET", base + feed_paths[i] + ".json", "", "", "", pbody, etags[i], &etag);
+        ps.ms.v.push_back(
+            std::chrono::duration<double, std::milli>(clock_type::now() - p0).count());
+        ++ps.polls;
+        polls_total.fetch_add(1, std::memory_order_relaxed);
+        if (code == 304) {
+          ++ps.not_modified;
+        } else if (code == 200 && parse_served(pbody, items, &perr)) {
+          etags[i] = etag;
+          const double t = now_s();
+          for (auto& it : items) {
+            ps.first_seen.emplace(it.id, t);
+            ps.seqs.emplace(it.id, it.seq);
+          }
+        } else {
+          ++ps.errors;
+        }
+      }
+    });
+  }
   std::string status_line;
-  while (true) {
+  for (;;) {
     const double el = std::chrono::duration<double>(clock_type::now() - t0).count();
     if (el >= o.duration) break;
-    // Paced: polls at poll_rate per second.
-    const double due = el * o.poll_rate;
-    if (double(polls) >= due) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    } else if (!subs.empty()) {
-      const size_t i = size_t(pr.below(subs.size()));
-      std::string etag;
-      const auto p0 = clock_type::now();
-      st = h.request("GET", base + feed_paths[i] + ".json", "", "", "", body, etags[i], &etag);
-      poll_ms.v.push_back(
-          std::chrono::duration<double, std::milli>(clock_type::now() - p0).count());
-      ++polls;
-      if (st == 304) {
-        ++polls_304;
-      } else if (st == 200 && parse_served(body, items, &err)) {
-        etags[i] = etag;
-        const double t = now_s();
-        for (auto& it : items) {
-          first_seen.emplace(it.id, t);
-          known_seq.emplace(it.id, it.seq);
-        }
-      } else {
-        ++polls_err;
-      }
-    }
-    if (clock_type::now() - last_status > std::chrono::seconds(1)) {
-      last_status = clock_type::now();
-      std::string m;
-      h.request("GET", base + "/metrics", "", "", "", m);
-      status_line = fmt::format("{} polls ({} 304), {:.0f} articles sequenced", polls, polls_304,
-                                metric(m, "feedplane_store_articles_sequenced_total"));
-    }
+    std::string m;
+    h.request("GET", base + "/metrics", "", "", "", m);
+    status_line = fmt::format("{} polls, {:.0f} articles sequenced",
+                              polls_total.load(std::memory_order_relaxed),
+                              metric(m, "feedplane_store_articles_sequenced_total"));
     progress("run", el, o.duration, status_line);
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  for (auto& t : pollers) t.join();
+  percentiles poll_ms;
+  uint64_t polls = 0, polls_304 = 0, polls_err = 0;
+  std::unordered_map<std::string, double> first_seen;
+  std::unordered_map<std::string, uint64_t> known_seq;
+  for (auto& ps : pst) {
+    poll_ms.v.insert(poll_ms.v.end(), ps.ms.v.begin(), ps.ms.v.end());
+    polls += ps.polls;
+    polls_304 += ps.not_modified;
+    polls_err += ps.errors;
+    for (auto& [id, t] : ps.first_seen) {
+      auto [it, added] = first_seen.emplace(id, t);
+      if (!added) it->second = std::min(it->second, t);
+    }
+    for (auto& [id, q] : ps.seqs) known_seq.emplace(id, q);
   }
   h.request("POST", farm_base + "/_farm/stop", "", "", "", body);
   const double publish_end = now_s();
@@ -679,7 +716,8 @@ int main(int argc, char** argv) {
   app.add_option("--k", o.k, "matches kept per subscription");
   app.add_option("--min-interval", o.min_interval, "crawler floor for the run, seconds");
   app.add_option("--max-interval", o.max_interval, "crawler ceiling for the run, seconds");
-  app.add_option("--quiet", o.quiet, "seconds without a new article that count as quiesced");
+  app.add_option("--quiet", o.quiet,
+                 "seconds without a new article before checking that every source was fetched");
   app.add_option("--seed", o.seed, "seed of the farm and the workload");
   app.add_option("--farm-bin", o.farm_bin, "feedplane-farm binary (default: beside this one)");
   app.add_option("--feedplane-bin", o.feedplane_bin, "feedplane binary (default: beside this one)");
