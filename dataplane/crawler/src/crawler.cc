@@ -1015,7 +1015,7 @@ void crawler::ingest(source& s, net::fetch_result& r, int64_t now) {
     builder_.meta.identity_hash = keys_[i].identity;
     builder_.meta.content_hash = keys_[i].content;
     builder_.meta.published = e.has_published ? e.published : e.has_updated ? e.updated : now_s;
-    builder_.meta.fetched = now_s;
+    builder_.meta.fetched_ms = now;
     builder_.source_url = s.url;
     builder_.guid = e.id;
     builder_.title = e.title;

@@ -67,7 +67,7 @@ struct article_meta {
   uint64_t identity_hash = 0;  // the entry's identity (feed/dedup.h)
   uint64_t content_hash = 0;   // its content, to tell an update from a repeat
   int64_t published = 0;       // unix seconds (first-seen time when the feed gives none)
-  int64_t fetched = 0;         // unix seconds
+  int64_t fetched_ms = 0;      // unix milliseconds: when the crawler's fetch completed
   uint64_t replaces = 0;       // sequence of the earlier version of this entry, 0 = new
 };
 
