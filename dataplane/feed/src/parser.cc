@@ -171,7 +171,7 @@ struct parser::impl {
   detail::transcoder transcoder;
   detail::entry_pool pool;
   std::string utf8;     // the document in UTF-8, controls stripped; pugixml parses it in place
-  std::string work;     // the repair pass's input; the JSON path's padded copy
+  std::string work;     // the repair pass's input
   std::string scratch;  // attribute values, dates
   std::string scratch2;
   std::string atype;  // an Atom text construct's type attribute
@@ -197,8 +197,9 @@ struct parser::impl {
   bool need_ws = false;
   void check_ws(pugi::xml_node n);
   parse_errc parse_xml(std::string_view bytes);
-  parse_errc parse_json(std::string_view text);
-  parse_errc walk_json(size_t len);  // parses work[0, len), padded
+  parse_errc parse_json(size_t first);  // the document is utf8[first, end)
+  // Parses [text, text + len), readable (padded) up to text + cap.
+  parse_errc walk_json(const char* text, size_t len, size_t cap);
   simdjson::error_code read_item(simdjson::ondemand::value item, size_t depth);
   simdjson::error_code read_hub(simdjson::ondemand::value h, size_t depth);
   simdjson::error_code read_attachment(simdjson::ondemand::value a, size_t depth, entry& e);
@@ -332,7 +333,7 @@ parse_errc parser::impl::run(std::string_view bytes, const parse_options& o, fee
     if (first == std::string::npos) {
       rc = parse_errc::empty_document;
     } else if (utf8[first] == '{') {
-      rc = parse_json(std::string_view(utf8).substr(first));
+      rc = parse_json(first);
     } else if (utf8[first] == '[') {
       rc = parse_errc::unknown_format;
     } else {
@@ -1198,27 +1199,28 @@ constexpr size_t k_json_keep_capacity = size_t{1} << 20;
 
 }  // namespace
 
-parse_errc parser::impl::parse_json(std::string_view text_in) {
-  // simdjson reads up to SIMDJSON_PADDING bytes past the end: give it that, in our buffer.
-  work.assign(text_in);
-  const size_t len = work.size();
-  work.resize(len + simdjson::SIMDJSON_PADDING);
-  const parse_errc rc = walk_json(len);
+parse_errc parser::impl::parse_json(size_t first) {
+  // simdjson reads up to SIMDJSON_PADDING bytes past the end: the padding goes on the UTF-8
+  // buffer itself, so no second copy of the document exists while simdjson's index (4 bytes
+  // a byte) and string buffer are alive. When the buffer has no room, growing it copies once,
+  // and the old buffer is freed before simdjson allocates: the peak stays lower either way.
+  const size_t end = utf8.size();
+  utf8.resize(end + simdjson::SIMDJSON_PADDING, '\0');
+  const parse_errc rc = walk_json(utf8.data() + first, end - first, utf8.size() - first);
+  utf8.resize(end);
   if (json.capacity() > k_json_keep_capacity) {
     // One big feed does not pin its buffers: back to nothing, reallocated on demand.
     json = simdjson::ondemand::parser();
   }
-  if (work.capacity() > k_json_keep_capacity) std::string().swap(work);
   return rc;
 }
 
-parse_errc parser::impl::walk_json(size_t len) {
+parse_errc parser::impl::walk_json(const char* text, size_t len, size_t cap) {
   od::document jdoc;
-  if (json.iterate(work.data(), len, work.size()).get(jdoc) != SUCCESS)
-    return parse_errc::json_invalid;
+  if (json.iterate(text, len, cap).get(jdoc) != SUCCESS) return parse_errc::json_invalid;
   // On-Demand does not look past the root value: it must end where the document does.
   std::string_view raw;
-  if (jdoc.raw_json().get(raw) != SUCCESS || raw.data() + raw.size() != work.data() + len)
+  if (jdoc.raw_json().get(raw) != SUCCESS || raw.data() + raw.size() != text + len)
     return parse_errc::json_invalid;
   jdoc.rewind();
   od::object root;
