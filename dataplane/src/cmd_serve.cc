@@ -372,9 +372,10 @@ void articles_route(net::request_context& ctx, net::http_response& r) {
     out += ", \"source\": ";
     base::append_json_string(art->source_url(), out);
     fmt::format_to(std::back_inserter(out),
-                   ", \"source_id\": {}, \"published\": {}, \"fetched_ms\": {}, \"replaces\": {}}}",
+                   ", \"source_id\": {}, \"published\": {}, \"fetched_ms\": {}, "
+                   "\"sequenced_ms\": {}, \"replaces\": {}}}",
                    art->meta().source_id, art->meta().published, art->meta().fetched_ms,
-                   art->meta().replaces);
+                   art->sequenced_ms(), art->meta().replaces);
   }
   fmt::format_to(std::back_inserter(out), "\n], \"next_after\": {}, \"sequenced\": {}}}\n", seq - 1,
                  next - 1);

@@ -254,6 +254,32 @@ bool parse_served(const std::string& body, std::vector<feedplane::load::served_i
   return true;
 }
 
+// Writes DIR/NAME.dat (sorted values and their cumulative share) and, with gnuplot (Debian
+// gnuplot-nox), DIR/NAME.png: a CDF for the report.
+void plot_cdf(const std::string& dir, const std::string& name, const std::string& label,
+              std::vector<double> v) {
+  if (v.empty()) return;
+  std::sort(v.begin(), v.end());
+  const std::string dat = dir + "/" + name + ".dat";
+  {
+    std::ofstream d(dat);
+    const size_t step = std::max<size_t>(1, v.size() / 2000);
+    for (size_t i = 0; i < v.size(); i += step)
+      d << fmt::format("{} {}\n", v[i], double(i + 1) / double(v.size()));
+    d << fmt::format("{} 1\n", v.back());
+  }
+  const std::string script = dir + "/" + name + ".gp";
+  {
+    std::ofstream g(script);
+    g << "set terminal pngcairo size 800,500 noenhanced\n";
+    g << "set output '" << dir << "/" << name << ".png'\n";
+    g << "set xlabel '" << label << "'\nset ylabel 'share'\nset grid\nset key off\n";
+    g << "plot '" << dat << "' using 1:2 with lines lw 2\n";
+  }
+  const std::string cmd = "gnuplot '" + script + "' 2>/dev/null";
+  if (std::system(cmd.c_str()) != 0) fmt::print(stderr, "load: gnuplot failed for {}\n", name);
+}
+
 // A progress bar on a terminal (redrawn at most 4 times a second), else a line every 10 s.
 // True when GET /api/sources shows every source's last fetch at or after since_ms.
 bool all_fetched_since(http& h, const std::string& base, const std::string& token,
@@ -600,8 +626,11 @@ int run(const options& o) {
     }
     if (i % 1000 == 0) progress("read", double(i), double(subs.size()), "");
   }
-  // Every article feedplane sequenced: the sequence of each entry, served or not.
+  // Every article feedplane sequenced: the sequence of each entry, served or not, and when
+  // it was fetched and sequenced (the intra-network latency up to the broadcast).
   uint64_t sequenced = 0;
+  percentiles intra_ms;
+  std::unordered_map<std::string, int64_t> sequenced_at;
   for (uint64_t after = 0;;) {
     st = h.request("GET", fmt::format("{}/api/articles?after={}&limit=10000", base, after), token,
                    "", "", body);
@@ -619,10 +648,16 @@ int run(const options& o) {
     for (auto a : arr) {
       std::string_view guid, link;
       uint64_t seq = 0;
+      int64_t fetched_ms = 0, sequenced_ms = 0;
       if (a["seq"].get_uint64().get(seq) != simdjson::SUCCESS) continue;
+      if (a["fetched_ms"].get_int64().get(fetched_ms) == simdjson::SUCCESS &&
+          a["sequenced_ms"].get_int64().get(sequenced_ms) == simdjson::SUCCESS && fetched_ms > 0 &&
+          sequenced_ms > 0)
+        intra_ms.v.push_back(double(sequenced_ms - fetched_ms));
       if (a["guid"].get_string().get(guid) != simdjson::SUCCESS) guid = {};
       if (a["link"].get_string().get(link) != simdjson::SUCCESS) link = {};
       known_seq[std::string(guid.empty() ? link : guid)] = seq;
+      if (sequenced_ms > 0) sequenced_at[std::string(guid.empty() ? link : guid)] = sequenced_ms;
       ++sequenced;
     }
     if (next_after == after) break;
@@ -651,10 +686,20 @@ int run(const options& o) {
     ++published;
     by_id.emplace(e.guid.empty() ? e.link : e.guid, &e);
   }
+  // Lag from true publish to availability (sequenced and broadcast to every shard's
+  // reflector); it includes the wait for the crawler's next fetch.
+  for (const auto& [id, t] : sequenced_at) {
+    auto f = by_id.find(id);
+    if (f != by_id.end()) lag.v.push_back(double(t) / 1000 - f->second->published);
+  }
+  percentiles seen_lag;  // true publish to first seen by a poller (adds the poll interval)
   for (const auto& [id, t] : first_seen) {
     auto f = by_id.find(id);
-    if (f != by_id.end()) lag.v.push_back(t - f->second->published);
+    if (f != by_id.end()) seen_lag.v.push_back(t - f->second->published);
   }
+  plot_cdf(o.out, "lag", "seconds from true publish to availability at the reflectors", lag.v);
+  plot_cdf(o.out, "intra", "milliseconds from fetch to sequenced (Figure 13)", intra_ms.v);
+  plot_cdf(o.out, "poll", "poll latency, milliseconds", poll_ms.v);
 
   std::ofstream rep(o.out + "/report.md");
   rep << fmt::format("# feedplane load run\n\n");
@@ -676,10 +721,18 @@ int run(const options& o) {
   rep << fmt::format("- polls: {} ({} 304, {} errors); poll latency p50 {:.2f} ms, p99 {:.2f} ms\n",
                      polls, polls_304, polls_err, poll_ms.at(0.5), poll_ms.at(0.99));
   rep << fmt::format(
-      "- time from true publish to first seen by a poller (includes the farm's "
-      "clock at {}x and the poll interval): p50 {:.1f} s, p90 {:.1f} s, p99 {:.1f} "
-      "s over {} items\n",
+      "- time from true publish to availability at the reflectors (includes waiting for the "
+      "crawler's next fetch; the farm's clock runs {}x): p50 {:.1f} s, p90 {:.1f} s, p99 {:.1f} s "
+      "over {} articles (lag.png)\n",
       o.speed, lag.at(0.5), lag.at(0.9), lag.at(0.99), lag.v.size());
+  rep << fmt::format(
+      "- intra-network latency, fetch to sequenced (durable, then broadcast to every shard; "
+      "Figure 13): p50 {:.1f} ms, p90 {:.1f} ms, p99 {:.1f} ms, max {:.1f} ms (intra.png)\n",
+      intra_ms.at(0.5), intra_ms.at(0.9), intra_ms.at(0.99), intra_ms.at(1.0));
+  rep << fmt::format(
+      "- time from true publish to first seen by a poller (adds the poll interval): "
+      "p50 {:.1f} s, p90 {:.1f} s over {} items\n",
+      seen_lag.at(0.5), seen_lag.at(0.9), seen_lag.v.size());
   rep << fmt::format("- feeds that could not be read at the end: {}\n", read_errors);
   rep << fmt::format(
       "- missed at source (never sequenced, left their feed within {:.0f} s of "

@@ -368,6 +368,7 @@ void store::impl::commit() {
   batch.Clear();
   const uint64_t seq0 = next_seq;
   uint64_t ops = 0;
+  int64_t group_ms = 0;  // wall clock, read once per group that sequences articles
   for (rt::write_ptr& w : group) {
     w->first_seq = 0;
     w->status = 0;
@@ -393,11 +394,16 @@ void store::impl::commit() {
     }
     ops += w->ops.size();
     if (!w->articles.empty()) {
+      if (group_ms == 0) {
+        group_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count();
+      }
       w->first_seq = next_seq;
       for (rt::article_ref& a : w->articles) {
         // The store holds the only reference (the shard moved its reference in), so
         // writing the sequence is race-free; the article ring's release publishes it.
-        a.mutable_get()->set_seq(next_seq);
+        a.mutable_get()->set_seq(next_seq, group_ms);
         char key[8];
         put_be64(next_seq, key);
         const std::string_view rec = a->record();

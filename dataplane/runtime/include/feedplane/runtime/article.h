@@ -77,10 +77,14 @@ class article {
   uint64_t seq() const { return h_.seq; }
   // Store thread, while it is the sole holder (debug builds check it; the acquire orders
   // a holder's last reads before this write).
-  void set_seq(uint64_t s) {
+  // `sequenced_ms` (unix milliseconds) is when the store took it into a group commit: with
+  // meta().fetched_ms, the fetch-to-sequencer part of the intra-network latency.
+  void set_seq(uint64_t s, int64_t sequenced_ms = 0) {
     assert(refs_.load(std::memory_order_acquire) == 1);
     h_.seq = s;
+    h_.sequenced_ms = sequenced_ms;
   }
+  int64_t sequenced_ms() const { return h_.sequenced_ms; }
   const article_meta& meta() const { return h_.meta; }
 
   // ---- what readers render ----
@@ -130,6 +134,7 @@ class article {
     uint32_t magic = 0;
     uint32_t total = 0;  // bytes of the whole block, header included
     uint64_t seq = 0;
+    int64_t sequenced_ms = 0;
     article_meta meta;
     span32 strings[f_strings];
     span32 folded;  // bytes
