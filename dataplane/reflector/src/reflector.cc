@@ -27,6 +27,7 @@
 #include "feedplane/net/http_server.h"
 #include "feedplane/reflector/last_k.h"
 #include "feedplane/reflector/render.h"
+#include "feedplane/reflector/sanitize.h"
 #include "feedplane/reflector/token.h"
 #include "feedplane/runtime/article.h"
 #include "feedplane/runtime/shard.h"
@@ -45,9 +46,10 @@ using dataplane::shard_services;
 // alive. Beyond the budget the oldest entries go (a miss reads the article back from the
 // store).
 constexpr size_t cache_budget_bytes = size_t{64} << 20;
-constexpr size_t summary_max_bytes = 1000;  // plain text kept per article
-constexpr size_t title_max_bytes = 400;     // of a subscription's title
-constexpr uint32_t slot_chunk = 1024;       // slots per chunk of a partition's slot array
+constexpr size_t summary_max_bytes = 1000;           // plain text kept per article
+constexpr size_t summary_html_max_bytes = 8 * 1024;  // HTML kept per article (then sanitized)
+constexpr size_t title_max_bytes = 400;              // of a subscription's title
+constexpr uint32_t slot_chunk = 1024;                // slots per chunk of a partition's slot array
 
 int64_t wall_now() { return int64_t(std::time(nullptr)); }
 
@@ -62,10 +64,11 @@ using rendered_ptr = std::shared_ptr<const rendered>;
 
 struct cached_article {
   std::string title, link, guid, source_url, summary;
+  std::string summary_html;  // as the source gave it: sanitized when a feed is rendered
   int64_t published = 0;
   size_t bytes() const {
     return sizeof(*this) + title.size() + link.size() + guid.size() + source_url.size() +
-           summary.size();
+           summary.size() + summary_html.size();
   }
 };
 
@@ -824,8 +827,11 @@ void reflector::remember(const rt::article& a) {
   c.guid = a.guid();
   c.source_url = a.source_url();
   c.published = a.meta().published;
+  const std::string_view html = a.summary().empty() ? a.content() : a.summary();
+  // Cut before sanitizing: the HTML5 parser closes whatever the cut leaves open.
+  c.summary_html.assign(html.substr(0, summary_html_max_bytes));
   std::string text;
-  matcher::html_to_text(a.summary().empty() ? a.content() : a.summary(), text);
+  matcher::html_to_text(html, text);
   std::string_view t = base::ascii_trim(text);
   if (t.size() > summary_max_bytes) {
     size_t cut = summary_max_bytes;
@@ -884,6 +890,8 @@ rendered_ptr reflector::render(subscription& s, feed_format f) {
     it.summary = a->summary;
     it.published = a->published;
     it.matched = words_in(s.words, {a->title, a->summary});
+    // Once per change of the list, not per poll; the cache keeps the source's HTML.
+    if (!a->summary_html.empty()) sanitize_html(a->summary_html, it.matched, it.summary_html);
     items.push_back(std::move(it));
   }
   auto out = std::make_shared<rendered>();
