@@ -5,7 +5,8 @@
 # log at start-up and the shards re-match it), then every feed polled in its three formats
 # with curl (ETag, 304, gzip) and read by python3-feedparser (bozo 0, the right entries in
 # order, hostile text inert) and newsboat. Subscriptions survive restarts; a subscription
-# made after some articles never lists them, also after a restart. Stopped by pid.
+# made after some articles starts with its matches among them (backfill), or none with
+# "backfill": false, and keeps exactly that after a restart; previews. Stopped by pid.
 # feedparser is Debian's (/usr/bin/python3), whatever python3 is first on PATH.
 set -euo pipefail
 bin=$1
@@ -144,9 +145,23 @@ echo "{\"title\": \"Rust and Tokio 1.0 (updated)\", \"link\": \"https://blog.exa
 start
 call GET /api/subscriptions "" "$alice"; expect 200
 [ "$(grep -o '"id": "s_' "$tmp/out" | wc -l)" = 2 ] || fail "subscriptions lost in the restart: $(cat "$tmp/out")"
-# A subscription made now matches only what comes after it.
+# A subscription made now starts with its matches among the recent articles (backfill:
+# the 201 already counts them); one made by bulk with "backfill": false starts empty.
 call POST /api/subscriptions '{"query": "kernel"}' "$bob"; expect 201
 late=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["feeds"]["json"])' "$tmp/out")
+grep -q '"entries": 3' "$tmp/out" || fail "backfill: $(cat "$tmp/out")"
+call POST /api/subscriptions:bulk '{"account": "load-9", "query": "kernel", "backfill": false}' "$admin"; expect 200
+nobf=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["feed"])' "$tmp/out").json
+# Preview: what a query would match among recent articles, newest first, sanitized.
+call POST /api/preview '{"query": "linux -windows", "k": 2}' "$bob"; expect 200
+python3 - "$tmp/out" <<'PY' || fail "preview: $(cat "$tmp/out")"
+import json, sys
+p = json.load(open(sys.argv[1]))
+assert [i["title"] for i in p["items"]] == ["Linux 6.4 released", "Linux 6.3 released"], p
+assert p["items"][0]["matched"] == ["linux"] and p["items"][0]["source"] == "https://lwn.example/rss", p
+PY
+call POST /api/preview '{"query": "rust", "colour": 1}' "$bob"; expect 400 unknown_field
+call POST /api/preview '{"query": "rust"}'; expect 401 unauthenticated
 
 for fmt in "" .atom .json; do
   curl -s -D "$tmp/h" -o "$tmp/rust$fmt" "$base$rust$fmt" || fail "poll $fmt"
@@ -163,6 +178,7 @@ done
 for fmt in "" .atom .json; do curl -s -o "$tmp/linux$fmt" "$base$linux$fmt"; done
 for fmt in "" .atom .json; do curl -s -o "$tmp/kernel$fmt" "$base$kernel$fmt"; done
 curl -s -o "$tmp/late.json" "$base$late"
+curl -s -o "$tmp/nobf.json" "$base$nobf"
 
 /usr/bin/python3 - "$tmp" <<'PY' || fail "feed contents"
 import json, sys, feedparser
@@ -204,7 +220,8 @@ assert fp[0]["seq"] == 5 and fp[1]["seq"] == 7, fp  # 7: the update took the pla
 assert sorted(fp[1]["matched"]) == ["rust", "tokio"], fp
 assert "<mark>Tokio</mark>" in j["items"][1]["content_html"], j["items"][1]["content_html"]
 late = json.load(open(f"{d}/late.json"))
-assert late["items"] == [], late
+assert [i["title"] for i in late["items"]] == ["Linux 6.4 released", "Linux 6.3 released", "Linux 6.1 released"], late
+assert json.load(open(f"{d}/nobf.json"))["items"] == []
 PY
 
 # newsboat loads the RSS and the Atom feed.
@@ -221,12 +238,15 @@ fi
 etag1=$(curl -s -D - -o /dev/null "$base$rust.json" | grep -i '^etag:' | cut -d' ' -f2 | tr -d '\r')
 stop
 start
+# The replay gives each list what it had: the backfilled one its backfill, the other none.
 curl -s -o "$tmp/late2.json" "$base$late"
-grep -q '"items": \[\]' "$tmp/late2.json" || fail "a replay gave the late subscription old articles: $(cat "$tmp/late2.json")"
+cmp -s "$tmp/late.json" "$tmp/late2.json" || fail "the backfilled list changed in a restart: $(cat "$tmp/late2.json")"
+curl -s -o "$tmp/nobf2.json" "$base$nobf"
+grep -q '"items": \[\]' "$tmp/nobf2.json" || fail "a replay gave old articles to a subscription without backfill: $(cat "$tmp/nobf2.json")"
 etag2=$(curl -s -D - -o /dev/null "$base$rust.json" | grep -i '^etag:' | cut -d' ' -f2 | tr -d '\r')
 [ "$etag1" = "$etag2" ] || fail "the ETag changed across a restart: $etag1 $etag2"
 curl -s "$base/metrics" >"$tmp/metrics"
-grep -q '^feedplane_reflector_subscriptions 5$' "$tmp/metrics" || fail "metrics: $(grep reflector_subscriptions "$tmp/metrics")"
+grep -q '^feedplane_reflector_subscriptions 6$' "$tmp/metrics" || fail "metrics: $(grep reflector_subscriptions "$tmp/metrics")"
 grep -q '^feedplane_reflector_matches_total [1-9]' "$tmp/metrics" || fail "no matches counted"
 stop
 echo "reflector e2e: ok"

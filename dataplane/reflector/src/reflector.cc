@@ -42,10 +42,11 @@ namespace {
 namespace rt = runtime;
 using dataplane::shard_services;
 
-// Per-shard article cache: what a feed renders, copied while the broadcast article is
-// alive. Beyond the budget the oldest entries go (a miss reads the article back from the
-// store).
-constexpr size_t cache_budget_bytes = size_t{64} << 20;
+// Per-shard article cache (reflector.article_cache_mb): what a feed renders, copied while
+// the broadcast article is alive. Beyond the budget the oldest entries go (a miss reads the
+// article back from the store).
+constexpr uint32_t search_budget = 1000;             // candidates verified per query and shard
+constexpr uint32_t sweep_every = 4096;               // articles between sweeps of expired postings
 constexpr size_t summary_max_bytes = 1000;           // plain text kept per article
 constexpr size_t summary_html_max_bytes = 8 * 1024;  // HTML kept per article (then sanitized)
 constexpr size_t title_max_bytes = 400;              // of a subscription's title
@@ -142,8 +143,9 @@ struct call {
   uint32_t origin = 0;
   net::deferred_response later;  // the origin's; used on the origin only
   int status = 500;
-  std::string body;                // JSON; error bodies from error_json()
-  std::vector<std::string> lines;  // bulk: one result line per input line of the group
+  std::string body;                         // JSON; error bodies from error_json()
+  std::vector<std::string> lines;           // bulk: one result line per input line of the group
+  std::vector<std::vector<uint64_t>> seqs;  // searches: the matches of each query
   std::string_view content_type = "application/json";
   bool async = false;  // the target answers later (after the store's ack), in a reply task
   std::function<void(reflector&, call&)> on_answer;  // origin: instead of an HTTP answer
@@ -262,6 +264,16 @@ struct new_sub {
   std::string id, account, query, title;
   uint32_t k = 10;
   bool account_new = false;  // bulk: write the account's record with this subscription
+  bool backfill = true;      // start with the matches among recent articles
+};
+
+// One query of a search of the recent articles (backfill, preview): its matches with
+// sequence in [from, upto], newest first, at most k.
+struct search_query {
+  std::string query;
+  uint32_t k = 10;
+  uint64_t from = 0;
+  uint64_t upto = UINT64_MAX;  // UINT64_MAX: whatever the shard has (preview)
 };
 
 class reflector final : public dataplane::component {
@@ -291,6 +303,7 @@ class reflector final : public dataplane::component {
   void one_subscription(net::request_context& ctx, net::http_response& r, int verb);
   void bulk(net::request_context& ctx, net::http_response& r);
   void poll(net::request_context& ctx, net::http_response& r, feed_format f);
+  void preview(net::request_context& ctx, net::http_response& r);
 
   // ---- on the owner shard ----
   rendered_ptr feed_of(const feed_token& t, feed_format f);
@@ -338,6 +351,17 @@ class reflector final : public dataplane::component {
   void change_here(const call_ptr& c, const std::string& account, const std::string& sid, int v,
                    const sub_spec& spec);
   rendered_ptr render(subscription& s, feed_format f);
+  // ---- recent articles (backfill, preview) ----
+  void index_recent(const rt::article& a);
+  // Answers cp->seqs (and, with items, cp->lines: one JSON item per match) for queries on
+  // this shard's slice of the recent articles, once it applied every article up to the
+  // queries' `upto` (parked until then).
+  void search(const call_ptr& cp, const std::vector<search_query>& qs, bool items);
+  void search_now(const call_ptr& cp, const std::vector<search_query>& qs, bool items);
+  // Fills the lists of newly created subscriptions from every shard's recent articles,
+  // then runs done.
+  void backfill(const std::vector<std::pair<std::string, uint64_t>>& subs,
+                std::function<void(reflector&)> done);
   const cached_article* article(uint64_t seq);
   void remember(const rt::article& a);
   void update_gauges();
@@ -358,6 +382,23 @@ class reflector final : public dataplane::component {
   std::vector<partition_slots> partitions_;
   std::unordered_map<std::string, account> accounts_;
   size_t list_entries_ = 0;
+  size_t cache_budget_bytes_ = 0;
+
+  // Recent articles: every shard keeps the (sequence, time) of the window's articles, and
+  // a word index (word hash -> ascending sequences) of its slice of them (seq mod shards
+  // == its index), so the index costs the process one copy, not one per shard.
+  std::deque<std::pair<uint64_t, int64_t>> window_;
+  uint64_t window_first_seq_ = 1;
+  std::unordered_map<uint64_t, std::deque<uint64_t>> postings_;
+  size_t postings_entries_ = 0;
+  uint32_t since_sweep_ = 0;
+  matcher::index search_index_;  // id 0: the query being searched
+  matcher::match_result search_result_;
+  struct parked {
+    uint64_t upto;
+    std::function<void()> run;
+  };
+  std::vector<parked> parked_;  // searches waiting for this shard to reach their `upto`
 
   std::unordered_map<uint64_t, cached_article> cache_;
   std::deque<uint64_t> cache_order_;
@@ -382,12 +423,19 @@ class reflector final : public dataplane::component {
     rt::gauge* list_entries = nullptr;
     rt::gauge* cache_articles = nullptr;
     rt::gauge* cache_bytes = nullptr;
+    rt::gauge* recent_articles = nullptr;
+    rt::gauge* recent_postings = nullptr;
+    rt::counter* backfilled = nullptr;
+    rt::counter* searched = nullptr;
     rt::histogram* list_size = nullptr;
   } m_;
 };
 
 reflector::reflector(shard_services& s)
-    : s_(s), partitions_(partitions), gz_(libdeflate_alloc_compressor(6)) {
+    : s_(s),
+      partitions_(partitions),
+      cache_budget_bytes_(size_t{s.cfg->reflector.article_cache_mb} << 20),
+      gz_(libdeflate_alloc_compressor(6)) {
   retry_.set(&reflector::on_retry, this);
   rt::metrics_registry& reg = s.rt->metrics();
   for (size_t f = 0; f < feed_formats; ++f) {
@@ -422,6 +470,15 @@ reflector::reflector(shard_services& s)
                                      "Articles in the shards' render caches");
   m_.cache_bytes = &reg.add_gauge("feedplane_reflector_article_cache_bytes",
                                   "Bytes of the shards' render caches");
+  m_.recent_articles = &reg.add_gauge("feedplane_reflector_recent_articles",
+                                      "Articles in the backfill window (summed: shards x)");
+  m_.recent_postings =
+      &reg.add_gauge("feedplane_reflector_recent_postings",
+                     "Entries of the recent-article word index (8 bytes each; each shard a slice)");
+  m_.backfilled = &reg.add_counter("feedplane_reflector_backfilled_total",
+                                   "Matches a new subscription took from recent articles");
+  m_.searched = &reg.add_counter("feedplane_reflector_search_reads_total",
+                                 "Recent articles read back to verify a backfill or preview");
   m_.list_size = &reg.add_histogram("feedplane_reflector_list_size",
                                     "Size of a list after each match appended to it");
 }
@@ -797,6 +854,16 @@ void reflector::on_streamed(rt::shard&) {
 void reflector::on_article(rt::shard&, const rt::article_ref& a) {
   const uint64_t seq = a->seq();
   last_seq_ = seq;
+  index_recent(*a);
+  if (!parked_.empty()) {  // searches that waited for this shard to reach their range
+    std::vector<parked> ready;
+    std::erase_if(parked_, [&](parked& p) {
+      if (p.upto > seq) return false;
+      ready.push_back(std::move(p));
+      return true;
+    });
+    for (parked& p : ready) p.run();
+  }
   if (index_.size() == 0) return;
   // Fast: the index touches only the postings of the article's words (matcher/index.h).
   index_.match(a->words(), result_);
@@ -844,7 +911,7 @@ void reflector::remember(const rt::article& a) {
   cache_bytes_ += c.bytes();
   cache_.emplace(a.seq(), std::move(c));
   cache_order_.push_back(a.seq());
-  while (cache_bytes_ > cache_budget_bytes && !cache_order_.empty()) {
+  while (cache_bytes_ > cache_budget_bytes_ && !cache_order_.empty()) {
     auto it = cache_.find(cache_order_.front());
     cache_order_.pop_front();
     if (it == cache_.end()) continue;
@@ -869,6 +936,265 @@ const cached_article* reflector::article(uint64_t seq) {
   remember(*a);
   auto it = cache_.find(seq);
   return it == cache_.end() ? nullptr : &it->second;
+}
+
+// ---- recent articles: backfill and preview ----
+
+void reflector::index_recent(const rt::article& a) {
+  const uint32_t window = s_.cfg->reflector.backfill_window_s;
+  if (window == 0) {  // no backfill: nothing is recent
+    window_first_seq_ = a.seq() + 1;
+    return;
+  }
+  const int64_t now = wall_now();
+  const int64_t t = a.meta().fetched != 0 ? a.meta().fetched : a.meta().published;
+  if (t >= now - int64_t(window)) {
+    window_.emplace_back(a.seq(), t);
+    if (a.seq() % s_.rt->count() == s_.rt->index()) {
+      // Distinct words only: one posting per word and article.
+      const matcher::article_view v = a.words();
+      for (size_t d = 0; d < v.distinct(); ++d) postings_[v.hash(v.first(d))].push_back(a.seq());
+      postings_entries_ += v.distinct();
+    }
+  }
+  while (!window_.empty() && window_.front().second < now - int64_t(window)) window_.pop_front();
+  window_first_seq_ = window_.empty() ? a.seq() + 1 : window_.front().first;
+  if (++since_sweep_ >= sweep_every) {
+    // Postings leave in sequence order: trim every word's head (bounded by the vocabulary,
+    // once every sweep_every articles).
+    since_sweep_ = 0;
+    for (auto it = postings_.begin(); it != postings_.end();) {
+      auto& q = it->second;
+      while (!q.empty() && q.front() < window_first_seq_) {
+        q.pop_front();
+        --postings_entries_;
+      }
+      it = q.empty() ? postings_.erase(it) : std::next(it);
+    }
+  }
+  m_.recent_articles->set(int64_t(window_.size()));
+  m_.recent_postings->set(int64_t(postings_entries_));
+}
+
+void reflector::search(const call_ptr& cp, const std::vector<search_query>& qs, bool items) {
+  uint64_t need = 0;
+  for (const search_query& q : qs) {
+    if (q.upto != UINT64_MAX) need = std::max(need, q.upto);
+  }
+  if (need <= last_seq_) {
+    search_now(cp, qs, items);
+    return;
+  }
+  // This shard has not applied the range yet (shards apply the stream at their own pace):
+  // answer once it has, so that no article between its index and the range is missed.
+  cp->async = true;
+  parked_.push_back({need, [this, cp, qs, items] {
+                       search_now(cp, qs, items);
+                       reply_later(cp);
+                     }});
+}
+
+void reflector::search_now(const call_ptr& cp, const std::vector<search_query>& qs, bool items) {
+  cp->seqs.assign(qs.size(), {});
+  std::vector<uint64_t> cand;
+  for (size_t qi = 0; qi < qs.size(); ++qi) {
+    const search_query& q = qs[qi];
+    matcher::parsed_query pq;
+    if (!parser_.parse(q.query, pq).ok()) continue;
+    const uint64_t lo = std::max(q.from, window_first_seq_);
+    const uint64_t hi = std::min(q.upto, last_seq_);
+    // Candidates: per clause, the postings of its rarest required word.
+    cand.clear();
+    for (const matcher::query_clause& cl : pq.clauses) {
+      const std::deque<uint64_t>* best = nullptr;
+      bool absent = false;
+      for (const matcher::query_term& t : cl.must) {
+        for (const std::string& w : t.words) {
+          auto it = postings_.find(matcher::word_hash(w));
+          if (it == postings_.end()) {
+            absent = true;
+            break;
+          }
+          if (best == nullptr || it->second.size() < best->size()) best = &it->second;
+        }
+        if (absent) break;
+      }
+      if (absent || best == nullptr) continue;
+      for (auto it = best->rbegin(); it != best->rend() && *it >= lo; ++it) {
+        if (*it <= hi) cand.push_back(*it);
+      }
+    }
+    std::sort(cand.begin(), cand.end(), std::greater<>());
+    cand.erase(std::unique(cand.begin(), cand.end()), cand.end());
+    // Verified newest first against the query alone, the article read back from the store
+    // (a synchronous read: creations and previews only, at most search_budget each).
+    search_index_.add(0, pq);
+    const std::vector<std::string> words = positive_words(pq.tree);
+    uint32_t reads = 0;
+    for (uint64_t seq : cand) {
+      if (cp->seqs[qi].size() >= q.k || reads >= search_budget) break;
+      ++reads;
+      std::string err;
+      rt::article_ref a = s_.db->read_article(seq, &err);
+      if (!a) continue;
+      search_index_.match(a->words(), search_result_);
+      if (search_result_.ids().empty()) continue;
+      cp->seqs[qi].push_back(seq);
+      if (!items) continue;
+      std::string text;
+      matcher::html_to_text(a->summary().empty() ? a->content() : a->summary(), text);
+      const std::vector<std::string> matched = words_in(words, {a->title(), text});
+      std::string html;
+      const std::string_view src = a->summary().empty() ? a->content() : a->summary();
+      sanitize_html(src.substr(0, summary_html_max_bytes), matched, html);
+      std::string j = fmt::format("{{\"seq\": {}, \"title\": ", seq);
+      base::append_json_string(a->title(), j);
+      j += ", \"url\": ";
+      base::append_json_string(a->link(), j);
+      j += ", \"id\": ";
+      base::append_json_string(a->guid().empty() ? a->link() : a->guid(), j);
+      char when[32];
+      when[feed::format_rfc3339(a->meta().published, when)] = 0;
+      j += fmt::format(", \"date_published\": \"{}\", \"source\": ", when);
+      base::append_json_string(a->source_url(), j);
+      j += ", \"content_html\": ";
+      base::append_json_string(html, j);
+      j += ", \"matched\": [";
+      for (size_t w = 0; w < matched.size(); ++w) {
+        if (w != 0) j += ", ";
+        base::append_json_string(matched[w], j);
+      }
+      j += "]}";
+      cp->lines.push_back(std::move(j));
+    }
+    m_.searched->add(reads);
+    search_index_.remove(0);
+  }
+}
+
+void reflector::backfill(const std::vector<std::pair<std::string, uint64_t>>& subs,
+                         std::function<void(reflector&)> done) {
+  std::vector<search_query> qs;
+  std::vector<std::string> ids;
+  for (const auto& [sid, upto] : subs) {
+    subscription* sub = find(sid);
+    if (sub == nullptr || sub->from_seq >= upto) continue;
+    qs.push_back({sub->query, sub->k, sub->from_seq + 1, upto});
+    ids.push_back(sid);
+  }
+  if (qs.empty()) {
+    done(*this);
+    return;
+  }
+  struct gather {
+    uint32_t waiting = 0;
+    std::vector<std::vector<uint64_t>> found;
+    std::vector<std::string> ids;
+    std::function<void(reflector&)> done;
+  };
+  auto g = std::make_shared<gather>();
+  g->waiting = s_.rt->count();
+  g->found.resize(qs.size());
+  g->ids = std::move(ids);
+  g->done = std::move(done);
+  for (uint32_t j = 0; j < s_.rt->count(); ++j) {
+    auto part = std::make_shared<call>();
+    part->origin = s_.rt->index();
+    part->on_answer = [g](reflector& self, call& got) {
+      for (size_t q = 0; q < got.seqs.size() && q < g->found.size(); ++q)
+        g->found[q].insert(g->found[q].end(), got.seqs[q].begin(), got.seqs[q].end());
+      if (--g->waiting != 0) return;
+      const int64_t now = wall_now();
+      for (size_t q = 0; q < g->ids.size(); ++q) {
+        subscription* sub = self.find(g->ids[q]);
+        if (sub == nullptr) continue;
+        auto& f = g->found[q];
+        std::sort(f.begin(), f.end());  // oldest first: the list keeps the newest k
+        const size_t before = sub->list.size();
+        for (uint64_t seq : f) {
+          if (sub->list.insert(seq, 0, sub->k)) self.m_.backfilled->add();
+        }
+        self.list_entries_ += sub->list.size() - before;
+        sub->invalidate(now);
+      }
+      self.update_gauges();
+      g->done(self);
+    };
+    start_call(
+        j, part, [qs](reflector& o, const call_ptr& cp) { o.search(cp, qs, false); }, true);
+  }
+}
+
+void reflector::preview(net::request_context& ctx, net::http_response& r) {
+  if (!ready(r)) return;
+  sub_spec spec;
+  spec_error err;
+  if (!parse_spec(json_, ctx.padded_body(), false, spec, err)) {
+    net::set_json_error(r, 400, err.code, err.message);
+    return;
+  }
+  if (!spec.query) {
+    net::set_json_error(r, 400, "bad_value", "\"query\" is required");
+    return;
+  }
+  matcher::parsed_query pq;
+  if (auto e = parser_.parse(*spec.query, pq); !e.ok()) {
+    err.code = "invalid_query";
+    err.message = e.message;
+    err.reason = matcher::errc_name(e.code);
+    err.column = e.column;
+    r.status = 400;
+    r.content_type = "application/json";
+    r.set_body(spec_error_json(err));
+    return;
+  }
+  const search_query q{*spec.query,
+                       spec.k.value_or(s_.cfg->reflector.k > max_k ? max_k : s_.cfg->reflector.k),
+                       0, UINT64_MAX};
+  with_account(ctx, r, [q](reflector& self, const std::string&, const call_ptr& c) {
+    const uint32_t n = self.s_.rt->count();
+    for (uint32_t j = 0; j < n; ++j) {
+      if (!self.s_.rt->can_send(j)) {
+        set_call_error(*c, 503, "unavailable", fmt::format("shard {} is busy; retry", j));
+        self.finish(*c);
+        return;
+      }
+    }
+    struct gather {
+      uint32_t waiting = 0;
+      std::vector<std::pair<uint64_t, std::string>> items;
+      call_ptr answer;
+    };
+    auto g = std::make_shared<gather>();
+    g->waiting = n;
+    g->answer = c;
+    for (uint32_t j = 0; j < n; ++j) {
+      auto part = std::make_shared<call>();
+      part->origin = self.s_.rt->index();
+      part->on_answer = [g, q](reflector& me, call& got) {
+        if (!got.seqs.empty()) {
+          for (size_t i = 0; i < got.seqs[0].size() && i < got.lines.size(); ++i)
+            g->items.emplace_back(got.seqs[0][i], std::move(got.lines[i]));
+        }
+        if (--g->waiting != 0) return;
+        std::sort(g->items.begin(), g->items.end(),
+                  [](const auto& a, const auto& b) { return a.first > b.first; });
+        if (g->items.size() > q.k) g->items.resize(q.k);
+        std::string body = "{\"query\": ";
+        base::append_json_string(q.query, body);
+        body += ", \"items\": [";
+        for (size_t i = 0; i < g->items.size(); ++i) {
+          body += i == 0 ? "\n  " : ",\n  ";
+          body += g->items[i].second;
+        }
+        body += g->items.empty() ? "]}\n" : "\n]}\n";
+        g->answer->status = 200;
+        g->answer->body = std::move(body);
+        me.finish(*g->answer);
+      };
+      self.start_call(j, part, [q](reflector& o, const call_ptr& cp) { o.search(cp, {q}, true); });
+    }
+  });
 }
 
 // ---- feeds ----
@@ -1005,8 +1331,9 @@ void reflector::create_here(const call_ptr& c, std::vector<new_sub> subs, bool b
     return;
   }
   auto w = std::make_unique<fn_write>();
-  std::vector<std::string> made;  // ids installed, pending the ack
-  std::vector<size_t> where;      // their positions in subs
+  std::vector<std::string> made;                            // ids installed, pending the ack
+  std::vector<size_t> where;                                // their positions in subs
+  std::vector<std::pair<std::string, uint64_t>> backfills;  // id, last sequence before it
   const int64_t now = wall_now();
   for (size_t i = 0; i < subs.size(); ++i) {
     new_sub& n = subs[i];
@@ -1017,7 +1344,10 @@ void reflector::create_here(const call_ptr& c, std::vector<new_sub> subs, bool b
     s->title = n.title;
     s->k = n.k;
     s->partition = partition_of(n.id);
-    s->from_seq = last_seq_;  // matching starts now; a replay gives the same list
+    // Live matching starts now. With a backfill the subscription also takes its matches
+    // among the recent articles: its record says it matches from the window's first
+    // sequence, so a replay of the log gives it the same list.
+    s->from_seq = n.backfill && window_first_seq_ <= last_seq_ ? window_first_seq_ - 1 : last_seq_;
     s->created = now;
     s->changed = now;
     if (!random_bytes(s->token_bits.data(), s->token_bits.size())) {
@@ -1039,13 +1369,14 @@ void reflector::create_here(const call_ptr& c, std::vector<new_sub> subs, bool b
     w->ops.push_back({rt::kind::subscriptions, false, in->id, record_of(*in)});
     made.push_back(in->id);
     where.push_back(i);
+    if (in->from_seq < last_seq_) backfills.emplace_back(in->id, last_seq_);
   }
   if (made.empty()) {
     c->status = bulk ? 200 : 400;
     if (!bulk) c->body = c->lines.empty() ? error_json("internal", "nothing") : c->lines[0];
     return;
   }
-  w->fn = [c, made, where, bulk](rt::shard& s, fn_write& done) {
+  w->fn = [c, made, where, bulk, backfills](rt::shard& s, fn_write& done) {
     reflector& self = of(s);
     if (done.status != 0) {
       const std::string msg(store::store_errc_message(store::store_errc(done.status)));
@@ -1071,7 +1402,16 @@ void reflector::create_here(const call_ptr& c, std::vector<new_sub> subs, bool b
       }
     }
     if (bulk) c->status = 200;
-    self.reply_later(c);
+    if (backfills.empty()) {
+      self.reply_later(c);
+      return;
+    }
+    self.backfill(backfills, [c, bulk, made](reflector& me) {
+      if (!bulk) {  // the answer shows the entries the backfill found
+        if (subscription* sub = me.find(made[0])) c->body = me.json_of(*sub) + "\n";
+      }
+      me.reply_later(c);
+    });
   };
   rt::write_ptr wp = std::move(w);
   if (!s_.rt->write(wp)) {
@@ -1362,6 +1702,7 @@ void reflector::bulk(net::request_context& ctx, net::http_response& r) {
     s.query = *spec.query;
     s.title = spec.title.value_or("");
     s.k = spec.k.value_or(default_k);
+    s.backfill = spec.backfill.value_or(true);
     const uint32_t owner = shard_of(s.id);
     st->accounts.emplace(s.account, false);
     st->groups[owner].push_back(std::move(s));
@@ -1478,6 +1819,9 @@ void add_routes(net::router& routes, const dataplane::config&) {
   });
   routes.add("POST", "/api/subscriptions", [](net::request_context& ctx, net::http_response& r) {
     reflector::of(ctx).create_subscription(ctx, r);
+  });
+  routes.add("POST", "/api/preview", [](net::request_context& ctx, net::http_response& r) {
+    reflector::of(ctx).preview(ctx, r);
   });
   routes.add("GET", "/api/subscriptions", [](net::request_context& ctx, net::http_response& r) {
     reflector::of(ctx).list_subscriptions(ctx, r);
