@@ -21,9 +21,10 @@ trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; [ -f "$tmp/serve.log" ] && tail -20 "$tmp/serve.log" >&2; exit 1; }
 
 admin=admin-token-for-e2e
+printf '[reflector]\nmax_subscriptions = 3\n[api]\nsignups_per_hour = 6\naccount_requests_per_s = 50\n' >"$tmp/feedplane.toml"
 start() {
-  FEEDPLANE_ADMIN_TOKEN=$admin "$bin" serve --listen 127.0.0.1:0 --data "$tmp/data" --shards 3 \
-    --no-pin >"$tmp/serve.log" 2>&1 &
+  FEEDPLANE_ADMIN_TOKEN=$admin "$bin" serve --config "$tmp/feedplane.toml" --listen 127.0.0.1:0 \
+    --data "$tmp/data" --shards 3 --no-pin >"$tmp/serve.log" 2>&1 &
   pid=$!
   port=""
   for _ in $(seq 100); do
@@ -248,5 +249,35 @@ etag2=$(curl -s -D - -o /dev/null "$base$rust.json" | grep -i '^etag:' | cut -d'
 curl -s "$base/metrics" >"$tmp/metrics"
 grep -q '^feedplane_reflector_subscriptions 6$' "$tmp/metrics" || fail "metrics: $(grep reflector_subscriptions "$tmp/metrics")"
 grep -q '^feedplane_reflector_matches_total [1-9]' "$tmp/metrics" || fail "no matches counted"
+
+# Limits. Subscriptions per account (3 here; counted again at start-up from the shards
+# that hold them): alice has 2.
+call POST /api/subscriptions '{"query": "third"}' "$alice"; expect 201
+third=$(field id)
+call POST /api/subscriptions '{"query": "fourth"}' "$alice"; expect 403 subscription_limit
+call DELETE "/api/subscriptions/$third" "" "$alice"; expect 204
+call POST /api/subscriptions '{"query": "fourth"}' "$alice"; expect 201
+# The admin bulk route has no limit.
+for i in 1 2 3 4; do echo "{\"account\": \"$alice_id\", \"query\": \"bulk$i\", \"backfill\": false}"; done >"$tmp/b2"
+call POST /api/subscriptions:bulk "@$tmp/b2" "$admin"; expect 200
+[ "$(grep -c '"feed"' "$tmp/out")" = 4 ] || fail "bulk past the limit: $(cat "$tmp/out")"
+# Requests per second per account (50 here): a burst meets 429 with Retry-After.
+python3 - "$port" "$bob" <<'PY' || fail "rate limit"
+import http.client, sys
+c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=5)
+codes = []
+for _ in range(150):  # one keep-alive connection: far faster than 50 per second
+    c.request("GET", "/api/subscriptions", headers={"Authorization": "Bearer " + sys.argv[2]})
+    r = c.getresponse()
+    r.read()
+    codes.append(r.status)
+    if r.status == 429:
+        assert r.getheader("Retry-After") == "1", r.getheaders()
+assert 200 in codes and 429 in codes, codes
+PY
+# Signups per address and hour (6 here; alice and bob were in another process).
+for i in $(seq 6); do call POST /api/accounts; expect 201; done
+call POST /api/accounts; expect 429 too_many_signups
+call POST /api/accounts "" "$admin"; expect 201  # the admin token is not limited
 stop
 echo "reflector e2e: ok"

@@ -5,8 +5,13 @@
 #include <openssl/sha.h>
 #include <simdjson.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <ctime>
 #include <deque>
 #include <functional>
@@ -104,7 +109,32 @@ struct account {
   std::array<uint8_t, 32> secret_sha256{};
   bool has_secret = false;  // accounts made by bulk have none
   int64_t created = 0;
+  // Derived, in memory: subscriptions (counted by their shards at start-up, then kept
+  // here as they are made and deleted) and the request token bucket.
+  uint32_t subs = 0;
+  double tokens = -1;  // < 0: full
+  int64_t refilled_ms = 0;
 };
+
+int64_t steady_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// The client's address (no port), or "" when the socket has none.
+std::string peer_address(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof(ss);
+  if (fd < 0 || getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return {};
+  char buf[INET6_ADDRSTRLEN] = {};
+  if (ss.ss_family == AF_INET) {
+    inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(&ss)->sin_addr, buf, sizeof(buf));
+  } else if (ss.ss_family == AF_INET6) {
+    inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(&ss)->sin6_addr, buf, sizeof(buf));
+  }
+  return buf;
+}
 
 // One partition's slots: index ids + 1 (0 = free). Chunks never move.
 struct partition_slots {
@@ -327,8 +357,15 @@ class reflector final : public dataplane::component {
   void finish(call& c);
   // Checks `Authorization: Bearer SECRET` on the account's shard and runs next here with
   // the account id, or answers 401. Defers r.
+  // With `reserve`, also takes one of the account's reflector.max_subscriptions (given
+  // back by release_subscription when the creation fails). Answers 429 beyond
+  // api.account_requests_per_s.
   void with_account(net::request_context& ctx, net::http_response& r,
-                    std::function<void(reflector&, const std::string&, const call_ptr&)> next);
+                    std::function<void(reflector&, const std::string&, const call_ptr&)> next,
+                    bool reserve = false);
+  void release_subscription(const std::string& account);
+  // Answers c over HTTP (finish() without on_answer).
+  void answer_http(call& c);
   bool ready(net::http_response& r);
   uint32_t shard_of(std::string_view key) const {
     return shard_of_partition(partition_of(key), s_.rt->count());
@@ -381,6 +418,11 @@ class reflector final : public dataplane::component {
   std::unordered_map<std::string, std::vector<uint32_t>> by_account_;
   std::vector<partition_slots> partitions_;
   std::unordered_map<std::string, account> accounts_;
+  struct signup_window {
+    int64_t start = 0;  // unix seconds
+    uint32_t count = 0;
+  };
+  std::unordered_map<std::string, signup_window> signups_;  // client address -> this hour
   size_t list_entries_ = 0;
   size_t cache_budget_bytes_ = 0;
 
@@ -540,11 +582,15 @@ void reflector::finish(call& c) {
     c.on_answer(*this, c);
     return;
   }
+  answer_http(c);
+}
+
+void reflector::answer_http(call& c) {
   net::http_response r;
   r.status = c.status;
   r.content_type = c.content_type;
   r.cache_control = "no-store";
-  if (c.status == 503) r.extra_headers = "Retry-After: 1\r\n";
+  if (c.status == 503 || c.status == 429) r.extra_headers = "Retry-After: 1\r\n";
   if (c.status == 401) r.extra_headers = "WWW-Authenticate: Bearer\r\n";
   r.storage = std::move(c.body);
   r.body = r.storage;
@@ -571,7 +617,7 @@ std::string reflector::new_id(char prefix) const {
 
 void reflector::with_account(
     net::request_context& ctx, net::http_response& r,
-    std::function<void(reflector&, const std::string&, const call_ptr&)> next) {
+    std::function<void(reflector&, const std::string&, const call_ptr&)> next, bool reserve) {
   const std::string_view secret = dataplane::bearer_token(ctx.request());
   const size_t dot = secret.rfind('.');
   if (secret.empty() || dot == std::string_view::npos || dot == 0) {
@@ -587,31 +633,86 @@ void reflector::with_account(
   auto c = std::make_shared<call>();
   c->origin = s_.rt->index();
   c->later = r.later;
-  auto ok = std::make_shared<bool>(false);
-  c->on_answer = [ok, account, next = std::move(next)](reflector& self, call& done) {
+  auto verdict = std::make_shared<int>(401);  // written on the account's shard
+  c->on_answer = [verdict, account, next = std::move(next), reserve](reflector& self, call& done) {
     auto cp = std::make_shared<call>();
     cp->origin = done.origin;
     cp->later = done.later;
-    if (!*ok) {
-      set_call_error(*cp, 401, "unauthenticated", "unknown account or wrong secret");
-      self.finish(*cp);
-      return;
+    switch (*verdict) {
+      case 0:
+        break;
+      case 429:
+        set_call_error(*cp, 429, "too_many_requests",
+                       fmt::format("at most {} requests per second per account; retry",
+                                   self.s_.cfg->api.account_requests_per_s));
+        self.finish(*cp);
+        return;
+      case 403:
+        set_call_error(*cp, 403, "subscription_limit",
+                       fmt::format("an account has at most {} subscriptions",
+                                   self.s_.cfg->reflector.max_subscriptions));
+        self.finish(*cp);
+        return;
+      default:
+        set_call_error(*cp, 401, "unauthenticated", "unknown account or wrong secret");
+        self.finish(*cp);
+        return;
+    }
+    if (reserve) {  // a creation that fails gives its reservation back
+      cp->on_answer = [account](reflector& me, call& got) {
+        if (got.status != 201) me.release_subscription(account);
+        me.answer_http(got);
+      };
     }
     next(self, account, cp);
   };
-  const bool sent = start_call(b, c, [ok, account, digest](reflector& owner, const call_ptr&) {
-    auto it = owner.accounts_.find(account);
-    if (it == owner.accounts_.end() || !it->second.has_secret) return;
-    *ok = dataplane::constant_time_equal(
-        std::string_view(reinterpret_cast<const char*>(it->second.secret_sha256.data()), 32),
-        std::string_view(reinterpret_cast<const char*>(digest.data()), 32));
-  });
+  const double rate = s_.cfg->api.account_requests_per_s;
+  const uint32_t max_subs = s_.cfg->reflector.max_subscriptions;
+  const bool sent = start_call(
+      b, c, [verdict, account, digest, reserve, rate, max_subs](reflector& owner, const call_ptr&) {
+        auto it = owner.accounts_.find(account);
+        if (it == owner.accounts_.end() || !it->second.has_secret) return;
+        auto& a = it->second;
+        if (!dataplane::constant_time_equal(
+                std::string_view(reinterpret_cast<const char*>(a.secret_sha256.data()), 32),
+                std::string_view(reinterpret_cast<const char*>(digest.data()), 32)))
+          return;
+        // A token bucket of one second of requests, refilled continuously.
+        const int64_t now = steady_ms();
+        a.tokens = a.tokens < 0
+                       ? rate
+                       : std::min(rate, a.tokens + double(now - a.refilled_ms) * rate / 1000);
+        a.refilled_ms = now;
+        if (a.tokens < 1) {
+          *verdict = 429;
+          return;
+        }
+        a.tokens -= 1;
+        if (reserve) {
+          if (a.subs >= max_subs) {
+            *verdict = 403;
+            return;
+          }
+          ++a.subs;
+        }
+        *verdict = 0;
+      });
   if (!sent) {
     net::set_unavailable(r, fmt::format("shard {} is busy; retry", b));
     return;
   }
   r.defer = true;
   s_.requests_deferred->add();
+}
+
+void reflector::release_subscription(const std::string& account) {
+  auto t = std::make_unique<fn_task>();
+  t->on_target = [account](rt::shard& s) {
+    auto& accounts = of(s).accounts_;
+    if (auto it = accounts.find(account); it != accounts.end() && it->second.subs > 0)
+      --it->second.subs;
+  };
+  post(shard_of(account), std::move(t));
 }
 
 // ---- accounts ----
@@ -635,7 +736,7 @@ void reflector::create_account(net::request_context& ctx, net::http_response& r)
   c->origin = s_.rt->index();
   c->later = r.later;
   const uint32_t b = shard_of(aid);
-  const bool sent = start_call(b, c, [aid, secret, a](reflector& owner, const call_ptr& cp) {
+  auto create = [aid, secret, a](reflector& owner, const call_ptr& cp) {
     if (!owner.s_.rt->can_write()) {
       set_call_error(*cp, 503, "unavailable", "the store's write ring is full; retry");
       return;
@@ -667,7 +768,45 @@ void reflector::create_account(net::request_context& ctx, net::http_response& r)
       return;
     }
     cp->async = true;
-  });
+  };
+  // Signups per client address and hour, counted on the address's shard (connections
+  // from one address land on any shard). The admin token is not limited.
+  const std::string_view admin = s_.cfg->api.admin_token;
+  const bool is_admin = !admin.empty() && dataplane::constant_time_equal(
+                                              dataplane::bearer_token(ctx.request()), admin);
+  const std::string addr = is_admin ? std::string() : peer_address(ctx.connection_fd());
+  bool sent = false;
+  if (addr.empty()) {
+    sent = start_call(b, c, create);
+  } else {
+    const uint32_t d = shard_of("addr:" + addr);
+    auto ok = std::make_shared<bool>(false);
+    c->on_answer = [ok, b, create](reflector& self, call& done) {
+      if (!*ok) {
+        set_call_error(done, 429, "too_many_signups",
+                       fmt::format("at most {} accounts per hour from one address",
+                                   self.s_.cfg->api.signups_per_hour));
+        self.answer_http(done);
+        return;
+      }
+      auto next = std::make_shared<call>();
+      next->origin = done.origin;
+      next->later = done.later;
+      self.start_call(b, next, create, true);
+    };
+    const uint32_t limit = s_.cfg->api.signups_per_hour;
+    sent = start_call(d, c, [ok, addr, limit](reflector& o, const call_ptr&) {
+      const int64_t now = wall_now();
+      if (o.signups_.size() > 100'000) {  // bounded: forget the windows that ended
+        std::erase_if(o.signups_, [now](const auto& kv) { return now - kv.second.start >= 3600; });
+      }
+      auto& w = o.signups_[addr];
+      if (now - w.start >= 3600) w = {now, 0};
+      if (w.count >= limit) return;
+      ++w.count;
+      *ok = true;
+    });
+  }
   if (!sent) {
     net::set_unavailable(r, fmt::format("shard {} is busy; retry", b));
     return;
@@ -805,7 +944,9 @@ void reflector::on_record(rt::shard&, rt::kind k, std::string_view key, std::str
         if (field.value().get_int64().get(a.created)) return bad("created");
       }
     }
-    accounts_[std::string(key)] = a;
+    account& slot = accounts_[std::string(key)];
+    a.subs = slot.subs;  // counts may arrive from other shards before the record
+    slot = a;
     update_gauges();
     return;
   }
@@ -846,6 +987,21 @@ void reflector::on_record(rt::shard&, rt::kind k, std::string_view key, std::str
 
 void reflector::on_streamed(rt::shard&) {
   streamed_ = true;
+  // Each account's shard learns how many subscriptions it has (they live on the shards
+  // of their own partitions): one task per shard.
+  const uint32_t n = s_.rt->count();
+  std::vector<std::vector<std::pair<std::string, uint32_t>>> counts(n);
+  for (const auto& [acct, idxs] : by_account_)
+    counts[shard_of(acct)].emplace_back(acct, uint32_t(idxs.size()));
+  for (uint32_t j = 0; j < n; ++j) {
+    if (counts[j].empty()) continue;
+    auto t = std::make_unique<fn_task>();
+    t->on_target = [list = std::move(counts[j])](rt::shard& s) {
+      auto& accounts = of(s).accounts_;
+      for (const auto& [acct, k] : list) accounts[acct].subs += k;
+    };
+    post(j, std::move(t));
+  }
   update_gauges();
 }
 
@@ -1449,18 +1605,22 @@ void reflector::create_subscription(net::request_context& ctx, net::http_respons
   n.query = *spec.query;
   n.title = spec.title.value_or("");
   n.k = spec.k.value_or(std::clamp<uint32_t>(s_.cfg->reflector.k, 1, max_k));
-  with_account(ctx, r, [n](reflector& self, const std::string& account, const call_ptr& c) {
-    new_sub sub = n;
-    sub.account = account;
-    sub.id = self.new_id('s');
-    const uint32_t owner = self.shard_of(sub.id);
-    std::vector<new_sub> one{std::move(sub)};
-    if (!self.start_call(
-            owner, c, [one](reflector& o, const call_ptr& cp) { o.create_here(cp, one, false); })) {
-      set_call_error(*c, 503, "unavailable", fmt::format("shard {} is busy; retry", owner));
-      self.finish(*c);
-    }
-  });
+  with_account(
+      ctx, r,
+      [n](reflector& self, const std::string& account, const call_ptr& c) {
+        new_sub sub = n;
+        sub.account = account;
+        sub.id = self.new_id('s');
+        const uint32_t owner = self.shard_of(sub.id);
+        std::vector<new_sub> one{std::move(sub)};
+        if (!self.start_call(owner, c, [one](reflector& o, const call_ptr& cp) {
+              o.create_here(cp, one, false);
+            })) {
+          set_call_error(*c, 503, "unavailable", fmt::format("shard {} is busy; retry", owner));
+          self.finish(*c);
+        }
+      },
+      /*reserve=*/true);
 }
 
 void reflector::list_subscriptions(net::request_context& ctx, net::http_response& r) {
@@ -1633,6 +1793,12 @@ void reflector::one_subscription(net::request_context& ctx, net::http_response& 
   const std::string sid(ctx.param("id"));
   with_account(
       ctx, r, [sid, v, spec](reflector& self, const std::string& account, const call_ptr& c) {
+        if (v == verb_delete) {  // a deleted subscription frees its place in the limit
+          c->on_answer = [account](reflector& me, call& got) {
+            if (got.status == 204) me.release_subscription(account);
+            me.answer_http(got);
+          };
+        }
         const uint32_t owner = self.shard_of(sid);
         if (!self.start_call(owner, c, [account, sid, v, spec](reflector& o, const call_ptr& cp) {
               o.change_here(cp, account, sid, v, spec);
