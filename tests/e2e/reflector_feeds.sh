@@ -162,6 +162,25 @@ assert [i["title"] for i in p["items"]] == ["Linux 6.4 released", "Linux 6.3 rel
 assert p["items"][0]["matched"] == ["linux"] and p["items"][0]["source"] == "https://lwn.example/rss", p
 PY
 call POST /api/preview '{"query": "rust", "colour": 1}' "$bob"; expect 400 unknown_field
+# Rotating a feed token: the old token answers 404 at once, the new one the same feed.
+call POST "/api/subscriptions/$linux_id:rotate" "" "$alice"; expect 200
+old_linux=$linux
+linux=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["feeds"]["rss"])' "$tmp/out")
+[ "$linux" != "$old_linux" ] || fail "rotation kept the token"
+call GET "$old_linux"; expect 404 not_found
+call POST "/api/subscriptions/$linux_id:rotate" "" "$bob"; expect 403 not_yours
+# Idempotency-Key: a retry gets what the first request made; another body, 409.
+idem() { code=$(curl -s -o "$tmp/out" -D "$tmp/idem.h" -w '%{http_code}' -X POST -H "Authorization: Bearer $bob" -H "Idempotency-Key: $1" --data-binary "$2" "$base/api/subscriptions"); }
+idem key-1 '{"query": "idempotent"}'; expect 201
+idem_id=$(field id)
+idem key-1 '{"query": "idempotent"}'; expect 201
+[ "$(field id)" = "$idem_id" ] || fail "a retry created another subscription"
+grep -qi '^idempotent-replayed: true' "$tmp/idem.h" || fail "no Idempotent-Replayed"
+idem key-1 '{"query": "something else"}'; expect 409 idempotency_conflict
+# A new query starts again from its matches among the recent articles.
+call PATCH "/api/subscriptions/$idem_id" '{"query": "linux -windows"}' "$bob"; expect 200
+grep -q '"entries": 3' "$tmp/out" || fail "PATCH backfill: $(cat "$tmp/out")"
+call DELETE "/api/subscriptions/$idem_id" "" "$bob"; expect 204
 call POST /api/preview '{"query": "rust"}'; expect 401 unauthenticated
 
 for fmt in "" .atom .json; do

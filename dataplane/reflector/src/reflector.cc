@@ -116,6 +116,17 @@ struct account {
   int64_t refilled_ms = 0;
 };
 
+// The id of the subscription an account creates with an Idempotency-Key: the same for
+// every retry, so each lands on the same shard and finds the first one's result.
+std::string idempotent_id(std::string_view account, std::string_view key) {
+  std::string in(account);
+  in += '\n';
+  in += key;
+  uint8_t d[32];
+  SHA256(reinterpret_cast<const unsigned char*>(in.data()), in.size(), d);
+  return "s_" + base64url(d, 12);
+}
+
 int64_t steady_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
@@ -177,7 +188,8 @@ struct call {
   std::vector<std::string> lines;           // bulk: one result line per input line of the group
   std::vector<std::vector<uint64_t>> seqs;  // searches: the matches of each query
   std::string_view content_type = "application/json";
-  bool async = false;  // the target answers later (after the store's ack), in a reply task
+  bool replayed = false;  // an Idempotency-Key retry answered with what the first made
+  bool async = false;     // the target answers later (after the store's ack), in a reply task
   std::function<void(reflector&, call&)> on_answer;  // origin: instead of an HTTP answer
 };
 using call_ptr = std::shared_ptr<call>;
@@ -591,6 +603,7 @@ void reflector::answer_http(call& c) {
   r.content_type = c.content_type;
   r.cache_control = "no-store";
   if (c.status == 503 || c.status == 429) r.extra_headers = "Retry-After: 1\r\n";
+  if (c.replayed) r.extra_headers = "Idempotent-Replayed: true\r\n";
   if (c.status == 401) r.extra_headers = "WWW-Authenticate: Bearer\r\n";
   r.storage = std::move(c.body);
   r.body = r.storage;
@@ -660,7 +673,7 @@ void reflector::with_account(
     }
     if (reserve) {  // a creation that fails gives its reservation back
       cp->on_answer = [account](reflector& me, call& got) {
-        if (got.status != 201) me.release_subscription(account);
+        if (got.status != 201 || got.replayed) me.release_subscription(account);
         me.answer_http(got);
       };
     }
@@ -1482,6 +1495,25 @@ void reflector::poll(net::request_context& ctx, net::http_response& r, feed_form
 
 void reflector::create_here(const call_ptr& c, std::vector<new_sub> subs, bool bulk) {
   c->lines.assign(subs.size(), {});
+  if (!bulk && subs.size() == 1) {
+    // An id made from an Idempotency-Key: a retry finds what the first request made.
+    if (const subscription* had = find(subs[0].id)) {
+      const new_sub& n = subs[0];
+      if (!had->live) {
+        set_call_error(*c, 503, "unavailable",
+                       "the first request with this Idempotency-Key is not finished; retry");
+      } else if (had->account != n.account || had->query != n.query || had->k != n.k ||
+                 had->title != n.title) {
+        set_call_error(*c, 409, "idempotency_conflict",
+                       "this Idempotency-Key was used for another subscription");
+      } else {
+        c->status = 201;
+        c->replayed = true;
+        c->body = json_of(*had) + "\n";
+      }
+      return;
+    }
+  }
   if (!s_.rt->can_write()) {
     set_call_error(*c, 503, "unavailable", "the store's write ring is full; retry");
     return;
@@ -1605,12 +1637,17 @@ void reflector::create_subscription(net::request_context& ctx, net::http_respons
   n.query = *spec.query;
   n.title = spec.title.value_or("");
   n.k = spec.k.value_or(std::clamp<uint32_t>(s_.cfg->reflector.k, 1, max_k));
+  const std::string key(ctx.request().header("idempotency-key"));
+  if (key.size() > 255) {
+    net::set_json_error(r, 400, "bad_value", "Idempotency-Key is longer than 255 bytes");
+    return;
+  }
   with_account(
       ctx, r,
-      [n](reflector& self, const std::string& account, const call_ptr& c) {
+      [n, key](reflector& self, const std::string& account, const call_ptr& c) {
         new_sub sub = n;
         sub.account = account;
-        sub.id = self.new_id('s');
+        sub.id = key.empty() ? self.new_id('s') : idempotent_id(account, key);
         const uint32_t owner = self.shard_of(sub.id);
         std::vector<new_sub> one{std::move(sub)};
         if (!self.start_call(owner, c, [one](reflector& o, const call_ptr& cp) {
@@ -1670,7 +1707,7 @@ void reflector::list_subscriptions(net::request_context& ctx, net::http_response
   });
 }
 
-enum verb : int { verb_get = 0, verb_patch = 1, verb_delete = 2 };
+enum verb : int { verb_get = 0, verb_patch = 1, verb_delete = 2, verb_rotate = 3 };
 
 void reflector::change_here(const call_ptr& c, const std::string& account, const std::string& sid,
                             int v, const sub_spec& spec) {
@@ -1717,13 +1754,23 @@ void reflector::change_here(const call_ptr& c, const std::string& account, const
     next.k = spec.k.value_or(s->k);
     next.slot = s->slot;
     next.token_bits = s->token_bits;
+    if (v == verb_rotate && !random_bytes(next.token_bits.data(), next.token_bits.size())) {
+      set_call_error(*c, 500, "internal", "no random bytes");
+      return;
+    }
     const bool new_query = next.query != s->query;
     next.generation = s->generation + (new_query ? 1 : 0);
-    next.from_seq = new_query ? last_seq_ : s->from_seq;
+    // A new query starts a new list: its matches among the recent articles (backfill),
+    // then live ones; the record says from where, so a replay gives the same list.
+    next.from_seq = !new_query                       ? s->from_seq
+                    : window_first_seq_ <= last_seq_ ? window_first_seq_ - 1
+                                                     : last_seq_;
+    const uint64_t upto = last_seq_;
     next.created = s->created;
     w->ops.push_back({rt::kind::subscriptions, false, sid, record_of(next)});
     w->fn = [c, sid, q = next.query, t = next.title, k = next.k, g = next.generation,
-             from = next.from_seq, new_query](rt::shard& sh, fn_write& done) {
+             from = next.from_seq, new_query, bits = next.token_bits,
+             upto](rt::shard& sh, fn_write& done) {
       reflector& self = of(sh);
       subscription* cur = self.find(sid);
       if (done.status != 0 || cur == nullptr) {
@@ -1749,14 +1796,22 @@ void reflector::change_here(const call_ptr& c, const std::string& account, const
       cur->k = k;
       cur->generation = g;
       cur->from_seq = from;
+      cur->token_bits = bits;  // after a rotation the old token answers 404 from now on
       const size_t before = cur->list.size();
       cur->list.trim(k);
       self.list_entries_ -= before - cur->list.size();
       cur->invalidate(wall_now());
       self.update_gauges();
       c->status = 200;
-      c->body = self.json_of(*cur) + "\n";
-      self.reply_later(c);
+      if (!new_query || from >= upto) {
+        c->body = self.json_of(*cur) + "\n";
+        self.reply_later(c);
+        return;
+      }
+      self.backfill({{sid, upto}}, [c, sid](reflector& me) {
+        if (subscription* got = me.find(sid)) c->body = me.json_of(*got) + "\n";
+        me.reply_later(c);
+      });
     };
   }
   rt::write_ptr wp = std::move(w);
@@ -2002,6 +2057,10 @@ void add_routes(net::router& routes, const dataplane::config&) {
   routes.add("PATCH", "/api/subscriptions/{id}",
              [](net::request_context& ctx, net::http_response& r) {
                reflector::of(ctx).one_subscription(ctx, r, verb_patch);
+             });
+  routes.add("POST", "/api/subscriptions/{id}:rotate",
+             [](net::request_context& ctx, net::http_response& r) {
+               reflector::of(ctx).one_subscription(ctx, r, verb_rotate);
              });
   routes.add("DELETE", "/api/subscriptions/{id}",
              [](net::request_context& ctx, net::http_response& r) {
