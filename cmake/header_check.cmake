@@ -39,6 +39,7 @@ set(feedplane_public_headers
   "feedplane_feed:dataplane/feed/include"
   "feedplane_runtime:dataplane/runtime/include"
   "feedplane_store:dataplane/store/include"
+  "feedplane_reflector:dataplane/reflector/include"
   "feedplane_dataplane:dataplane/include"
   "feedplane_workload:bench/workload/include")
 set(checked_dirs)

@@ -6,7 +6,8 @@
 # with curl (ETag, 304, gzip) and read by python3-feedparser (bozo 0, the right entries in
 # order, hostile text inert) and newsboat. Subscriptions survive restarts; a subscription
 # made after some articles starts with its matches among them (backfill), or none with
-# "backfill": false, and keeps exactly that after a restart; previews. Stopped by pid.
+# "backfill": false, and keeps exactly that after a restart; previews; rotation,
+# Idempotency-Key and the limits; the web page in headless Chromium. Stopped by pid.
 # feedparser is Debian's (/usr/bin/python3), whatever python3 is first on PATH.
 set -euo pipefail
 bin=$1
@@ -254,6 +255,12 @@ else
   fail "newsboat is not installed (scripts/setup installs it)"
 fi
 
+# The web page in headless Chromium: account, subscription, feed URL, a matching article
+# with its words marked; a screenshot of each step is kept (build/test-artifacts/).
+artifacts=${FEEDPLANE_ARTIFACTS:-$(cd "$(dirname "$bin")/.." && pwd)/test-artifacts}/reflector_web
+/usr/bin/python3 "$(dirname "$0")/reflector_web.py" "$base" "$artifacts" "rust tokio" \
+  "Rust and Tokio 1.0 (updated)" || fail "web page"
+
 # A second restart: the same content gives the same ETag (no false 304, no new tag).
 etag1=$(curl -s -D - -o /dev/null "$base$rust.json" | grep -i '^etag:' | cut -d' ' -f2 | tr -d '\r')
 stop
@@ -266,7 +273,7 @@ grep -q '"items": \[\]' "$tmp/nobf2.json" || fail "a replay gave old articles to
 etag2=$(curl -s -D - -o /dev/null "$base$rust.json" | grep -i '^etag:' | cut -d' ' -f2 | tr -d '\r')
 [ "$etag1" = "$etag2" ] || fail "the ETag changed across a restart: $etag1 $etag2"
 curl -s "$base/metrics" >"$tmp/metrics"
-grep -q '^feedplane_reflector_subscriptions 6$' "$tmp/metrics" || fail "metrics: $(grep reflector_subscriptions "$tmp/metrics")"
+grep -q '^feedplane_reflector_subscriptions 7$' "$tmp/metrics" || fail "metrics: $(grep reflector_subscriptions "$tmp/metrics")"
 grep -q '^feedplane_reflector_matches_total [1-9]' "$tmp/metrics" || fail "no matches counted"
 
 # Limits. Subscriptions per account (3 here; counted again at start-up from the shards

@@ -4,6 +4,7 @@
 #include <libdeflate.h>
 #include <openssl/sha.h>
 #include <simdjson.h>
+#include <xxhash.h>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -37,6 +38,7 @@
 #include "feedplane/runtime/article.h"
 #include "feedplane/runtime/shard.h"
 #include "feedplane/store/store.h"
+#include "web_files.h"
 
 static_assert(simdjson::SIMDJSON_PADDING <= feedplane::net::body_padding);
 
@@ -2034,7 +2036,32 @@ uint32_t owner(rt::kind, std::string_view key, uint32_t shards) {
   return shard_of_partition(partition_of(key), shards);
 }
 
+// The page at / and its script and style (web/): a strict Content-Security-Policy (no
+// inline script, scripts from here only, no framing), content-derived ETags.
+void add_web_routes(net::router& routes) {
+  for (const web_file& f : web_files()) {
+    const std::string path = f.name == "index.html" ? "/" : "/" + std::string(f.name);
+    const std::string_view type = f.name.ends_with(".html") ? "text/html; charset=utf-8"
+                                  : f.name.ends_with(".js") ? "text/javascript; charset=utf-8"
+                                                            : "text/css; charset=utf-8";
+    const std::string etag = fmt::format("\"{:016x}\"", XXH3_64bits(f.body.data(), f.body.size()));
+    const std::string_view body = f.body;
+    routes.add("GET", path, [body, type, etag](net::request_context&, net::http_response& r) {
+      r.body = body;
+      r.content_type = type;
+      r.etag = etag;
+      r.cache_control = "no-cache";
+      r.extra_headers =
+          "Content-Security-Policy: default-src 'none'; script-src 'self'; style-src 'self'; "
+          "img-src 'self' https: data:; connect-src 'self'; base-uri 'none'; "
+          "form-action 'self'; frame-ancestors 'none'\r\n"
+          "X-Content-Type-Options: nosniff\r\nReferrer-Policy: no-referrer\r\n";
+    });
+  }
+}
+
 void add_routes(net::router& routes, const dataplane::config&) {
+  add_web_routes(routes);
   routes.add("POST", "/api/accounts", [](net::request_context& ctx, net::http_response& r) {
     reflector::of(ctx).create_account(ctx, r);
   });
