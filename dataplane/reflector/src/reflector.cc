@@ -339,6 +339,7 @@ class reflector final : public dataplane::component {
   void on_streamed(rt::shard& s) override;
   void stop() override { stopping_ = true; }
   bool quiescent() const override { return outbox_.empty(); }
+  bool ready() const override { return caught_up_; }
 
   // ---- routes (on the shard that holds the connection) ----
   void create_account(net::request_context& ctx, net::http_response& r);
@@ -421,6 +422,11 @@ class reflector final : public dataplane::component {
   bool stopping_ = false;
   bool streamed_ = false;
   uint64_t last_seq_ = 0;  // the last article this shard applied
+  // Start-up: the store replays the article log before `streamed`, but on another ring
+  // than the event that says so: the shard is caught up once it applied the last
+  // sequence the store had when streaming ended. Until then it answers 503 "starting".
+  uint64_t replay_target_ = 0;
+  bool caught_up_ = false;
 
   matcher::index index_;
   matcher::match_result result_;
@@ -613,7 +619,7 @@ void reflector::answer_http(call& c) {
 }
 
 bool reflector::ready(net::http_response& r) {
-  if (!s_.rt->store_streamed()) {
+  if (!caught_up_) {
     net::set_unavailable(r, "start-up streaming from the store is not finished", 1, "starting");
     return false;
   }
@@ -1002,6 +1008,10 @@ void reflector::on_record(rt::shard&, rt::kind k, std::string_view key, std::str
 
 void reflector::on_streamed(rt::shard&) {
   streamed_ = true;
+  // Relaxed is enough: the store wrote next_seq before it published `streamed` (release),
+  // which this shard consumed (acquire); a later, larger value only waits a little longer.
+  replay_target_ = s_.db->stats().next_seq.load(std::memory_order_relaxed) - 1;
+  caught_up_ = last_seq_ >= replay_target_;
   // Each account's shard learns how many subscriptions it has (they live on the shards
   // of their own partitions): one task per shard.
   const uint32_t n = s_.rt->count();
@@ -1025,6 +1035,7 @@ void reflector::on_streamed(rt::shard&) {
 void reflector::on_article(rt::shard&, const rt::article_ref& a) {
   const uint64_t seq = a->seq();
   last_seq_ = seq;
+  if (!caught_up_ && streamed_ && seq >= replay_target_) caught_up_ = true;
   index_recent(*a);
   if (!parked_.empty()) {  // searches that waited for this shard to reach their range
     std::vector<parked> ready;
@@ -1450,11 +1461,20 @@ struct poll_task final : rt::task {
   feed_format format = feed_format::rss;
   net::deferred_response later;  // the origin's
   std::string if_none_match;
-  rendered_ptr out;  // filled on the owner; released on the origin after sending
-  void run(rt::shard& s) override { out = reflector::of(s).feed_of(token, format); }
+  rendered_ptr out;       // filled on the owner; released on the origin after sending
+  bool starting = false;  // the owner has not caught up with the article log yet
+  void run(rt::shard& s) override {
+    reflector& owner = reflector::of(s);
+    starting = !owner.ready();
+    if (!starting) out = owner.feed_of(token, format);
+  }
   void done(rt::shard& s) override {
     net::http_response r;
-    reflector::of(s).fill_poll(r, out, format, if_none_match);
+    if (starting) {
+      net::set_unavailable(r, "start-up: the shard is re-matching the article log", 1, "starting");
+    } else {
+      reflector::of(s).fill_poll(r, out, format, if_none_match);
+    }
     later.complete(r);
   }
 };
@@ -1467,8 +1487,8 @@ void reflector::poll(net::request_context& ctx, net::http_response& r, feed_form
     net::set_json_error(r, 404, "not_found", "no feed with this token");
     return;
   }
-  if (!s_.rt->store_streamed()) {
-    net::set_unavailable(r, "start-up streaming from the store is not finished", 1, "starting");
+  if (!caught_up_) {
+    net::set_unavailable(r, "start-up: the shard is re-matching the article log", 1, "starting");
     return;
   }
   const uint32_t owner = shard_of_partition(t.partition, s_.rt->count());
@@ -1497,6 +1517,10 @@ void reflector::poll(net::request_context& ctx, net::http_response& r, feed_form
 
 void reflector::create_here(const call_ptr& c, std::vector<new_sub> subs, bool bulk) {
   c->lines.assign(subs.size(), {});
+  if (!caught_up_) {  // where its list starts must be a sequence of the replayed log
+    set_call_error(*c, 503, "starting", "start-up: the shard is re-matching the article log");
+    return;
+  }
   if (!bulk && subs.size() == 1) {
     // An id made from an Idempotency-Key: a retry finds what the first request made.
     if (const subscription* had = find(subs[0].id)) {
@@ -1713,6 +1737,10 @@ enum verb : int { verb_get = 0, verb_patch = 1, verb_delete = 2, verb_rotate = 3
 
 void reflector::change_here(const call_ptr& c, const std::string& account, const std::string& sid,
                             int v, const sub_spec& spec) {
+  if (!caught_up_) {
+    set_call_error(*c, 503, "starting", "start-up: the shard is re-matching the article log");
+    return;
+  }
   subscription* s = find(sid);
   if (s == nullptr || !s->live) {
     set_call_error(*c, 404, "not_found", "no subscription with this id");
