@@ -9,6 +9,7 @@
 #include <simdjson.h>
 
 #include <chrono>
+#include <cinttypes>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -135,7 +136,7 @@ int main(int argc, char** argv) {
       rc = 1;
     } else {
       for (size_t i = 0; i < guids.size(); ++i)
-        std::printf("%llu %s\n", (unsigned long long)(first + i), guids[i].c_str());
+        std::printf("%" PRIu64 " %s\n", first + uint64_t(i), guids[i].c_str());
     }
     for (int k = 0; k < 20; ++k) l->run_once(false);
     db->stop();

@@ -52,12 +52,13 @@ using dataplane::shard_services;
 // Per-shard article cache (reflector.article_cache_mb): what a feed renders, copied while
 // the broadcast article is alive. Beyond the budget the oldest entries go (a miss reads the
 // article back from the store).
-constexpr uint32_t search_budget = 1000;             // candidates verified per query and shard
-constexpr uint32_t sweep_every = 4096;               // articles between sweeps of expired postings
-constexpr size_t summary_max_bytes = 1000;           // plain text kept per article
-constexpr size_t summary_html_max_bytes = 8 * 1024;  // HTML kept per article (then sanitized)
-constexpr size_t title_max_bytes = 400;              // of a subscription's title
-constexpr uint32_t slot_chunk = 1024;                // slots per chunk of a partition's slot array
+constexpr uint32_t search_budget = 1000;    // candidates verified per query and shard
+constexpr uint32_t sweep_every = 4096;      // articles between sweeps of expired postings
+constexpr size_t summary_max_bytes = 1000;  // plain text kept per article
+constexpr size_t summary_html_max_bytes = size_t{8}
+                                          << 10;  // HTML kept per article (then sanitized)
+constexpr size_t title_max_bytes = 400;           // of a subscription's title
+constexpr uint32_t slot_chunk = 1024;             // slots per chunk of a partition's slot array
 
 int64_t wall_now() { return int64_t(std::time(nullptr)); }
 

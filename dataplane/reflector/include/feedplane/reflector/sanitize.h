@@ -33,7 +33,7 @@
 namespace feedplane::reflector {
 
 // Input beyond this is cut before parsing (the parser closes what the cut leaves open).
-inline constexpr size_t sanitize_max_input = 64 * 1024;
+inline constexpr size_t sanitize_max_input = size_t{64} << 10;
 
 // Appends the sanitized form of the HTML fragment to out; words whose folded form is in
 // `mark` (folded words) are wrapped in <mark> in the text.
