@@ -301,6 +301,19 @@ for _ in range(150):  # one keep-alive connection: far faster than 50 per second
         assert r.getheader("Retry-After") == "1", r.getheaders()
 assert 200 in codes and 429 in codes, codes
 PY
+# An account's secret rotated (the old one stops at once), then the account deleted with
+# its subscriptions (their feeds answer 404).
+call POST /api/accounts "" "$admin"; expect 201
+dave=$(field secret)
+call POST /api/subscriptions '{"query": "linux"}' "$dave"; expect 201
+dave_feed=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["feeds"]["json"])' "$tmp/out")
+call POST /api/account:rotate "" "$dave"; expect 200
+dave2=$(field secret)
+call GET /api/subscriptions "" "$dave"; expect 401 unauthenticated
+call GET /api/subscriptions "" "$dave2"; expect 200
+call DELETE /api/account "" "$dave2"; expect 204
+call GET "$dave_feed"; expect 404 not_found
+call GET /api/subscriptions "" "$dave2"; expect 401 unauthenticated
 # Signups per address and hour (6 here; alice and bob were in another process).
 for i in $(seq 6); do call POST /api/accounts; expect 201; done
 call POST /api/accounts; expect 429 too_many_signups

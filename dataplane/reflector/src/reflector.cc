@@ -344,6 +344,10 @@ class reflector final : public dataplane::component {
 
   // ---- routes (on the shard that holds the connection) ----
   void create_account(net::request_context& ctx, net::http_response& r);
+  // DELETE /api/account: the account and every subscription it has.
+  void delete_account(net::request_context& ctx, net::http_response& r);
+  // POST /api/account:rotate: a new secret; the old one stops working.
+  void rotate_secret(net::request_context& ctx, net::http_response& r);
   void create_subscription(net::request_context& ctx, net::http_response& r);
   void list_subscriptions(net::request_context& ctx, net::http_response& r);
   void one_subscription(net::request_context& ctx, net::http_response& r, int verb);
@@ -835,6 +839,159 @@ void reflector::create_account(net::request_context& ctx, net::http_response& r)
   }
   r.defer = true;
   s_.requests_deferred->add();
+}
+
+// ---- deleting an account, rotating its secret ----
+
+void reflector::delete_account(net::request_context& ctx, net::http_response& r) {
+  if (!ready(r)) return;
+  with_account(ctx, r, [](reflector& self, const std::string& acct, const call_ptr& c) {
+    // First every shard deletes the account's subscriptions it holds (durably), then the
+    // account's shard the account. A failure on the way answers 503: a retry finishes it.
+    struct gather {
+      uint32_t waiting = 0;
+      bool failed = false;
+      call_ptr answer;
+    };
+    auto g = std::make_shared<gather>();
+    g->waiting = self.s_.rt->count();
+    g->answer = c;
+    for (uint32_t j = 0; j < self.s_.rt->count(); ++j) {
+      auto part = std::make_shared<call>();
+      part->origin = self.s_.rt->index();
+      part->status = 204;
+      part->on_answer = [g, acct](reflector& me, call& got) {
+        g->failed |= got.status != 204;
+        if (--g->waiting != 0) return;
+        if (g->failed) {
+          set_call_error(*g->answer, 503, "unavailable", "some subscriptions remain; retry");
+          me.finish(*g->answer);
+          return;
+        }
+        me.start_call(
+            me.shard_of(acct), g->answer,
+            [acct](reflector& o, const call_ptr& cp) {
+              if (!o.s_.rt->can_write()) {
+                set_call_error(*cp, 503, "unavailable", "the store's write ring is full; retry");
+                return;
+              }
+              auto w = std::make_unique<fn_write>();
+              w->ops.push_back({rt::kind::accounts, true, acct, {}});
+              w->fn = [acct, cp](rt::shard& sh, fn_write& done) {
+                reflector& owner = of(sh);
+                if (done.status != 0) {
+                  set_call_error(
+                      *cp, 503, "store_failed",
+                      std::string(store::store_errc_message(store::store_errc(done.status))));
+                } else {
+                  owner.accounts_.erase(acct);
+                  owner.update_gauges();
+                  cp->status = 204;
+                  cp->body.clear();
+                }
+                owner.reply_later(cp);
+              };
+              rt::write_ptr wp = std::move(w);
+              if (!o.s_.rt->write(wp)) {
+                set_call_error(*cp, 503, "unavailable", "the store's write ring is full; retry");
+                return;
+              }
+              cp->async = true;
+            },
+            true);
+      };
+      self.start_call(
+          j, part,
+          [acct](reflector& o, const call_ptr& cp) {
+            auto it = o.by_account_.find(acct);
+            if (it == o.by_account_.end()) return;  // 204: nothing here
+            if (!o.s_.rt->can_write()) {
+              set_call_error(*cp, 503, "unavailable", "the store's write ring is full; retry");
+              return;
+            }
+            auto w = std::make_unique<fn_write>();
+            std::vector<std::string> ids;
+            for (uint32_t idx : it->second) ids.push_back(o.subs_[idx]->id);
+            for (const std::string& sid : ids)
+              w->ops.push_back({rt::kind::subscriptions, true, sid, {}});
+            w->fn = [ids, cp](rt::shard& sh, fn_write& done) {
+              reflector& owner = of(sh);
+              if (done.status != 0) {
+                cp->status = 503;
+              } else {
+                for (const std::string& sid : ids) {
+                  owner.uninstall(sid);
+                  owner.m_.deleted->add();
+                }
+              }
+              owner.reply_later(cp);
+            };
+            rt::write_ptr wp = std::move(w);
+            if (!o.s_.rt->write(wp)) {
+              cp->status = 503;
+              return;
+            }
+            cp->async = true;
+          },
+          true);
+    }
+  });
+}
+
+void reflector::rotate_secret(net::request_context& ctx, net::http_response& r) {
+  if (!ready(r)) return;
+  with_account(ctx, r, [](reflector& self, const std::string& acct, const call_ptr& c) {
+    uint8_t bits[32];
+    if (!random_bytes(bits, sizeof(bits))) {
+      set_call_error(*c, 500, "internal", "no random bytes");
+      self.finish(*c);
+      return;
+    }
+    const std::string secret = acct + "." + base64url(bits, sizeof(bits));
+    std::array<uint8_t, 32> hash{};
+    SHA256(reinterpret_cast<const unsigned char*>(secret.data()), secret.size(), hash.data());
+    self.start_call(
+        self.shard_of(acct), c,
+        [acct, secret, hash](reflector& o, const call_ptr& cp) {
+          auto it = o.accounts_.find(acct);
+          if (it == o.accounts_.end()) {
+            set_call_error(*cp, 404, "not_found", "the account was deleted");
+            return;
+          }
+          if (!o.s_.rt->can_write()) {
+            set_call_error(*cp, 503, "unavailable", "the store's write ring is full; retry");
+            return;
+          }
+          auto w = std::make_unique<fn_write>();
+          w->ops.push_back({rt::kind::accounts, false, acct,
+                            fmt::format("{{\"v\": 1, \"secret_sha256\": \"{}\", \"created\": {}}}",
+                                        hex(hash.data(), hash.size()), it->second.created)});
+          w->fn = [acct, secret, hash, cp](rt::shard& sh, fn_write& done) {
+            reflector& owner = of(sh);
+            auto at = owner.accounts_.find(acct);
+            if (done.status != 0 || at == owner.accounts_.end()) {
+              set_call_error(*cp, 503, "store_failed", "the new secret was not stored; retry");
+            } else {
+              at->second.secret_sha256 = hash;  // the old secret stops working now
+              at->second.has_secret = true;
+              cp->status = 200;
+              cp->body = "{\"id\": ";
+              base::append_json_string(acct, cp->body);
+              cp->body += ", \"secret\": ";
+              base::append_json_string(secret, cp->body);
+              cp->body += "}\n";
+            }
+            owner.reply_later(cp);
+          };
+          rt::write_ptr wp = std::move(w);
+          if (!o.s_.rt->write(wp)) {
+            set_call_error(*cp, 503, "unavailable", "the store's write ring is full; retry");
+            return;
+          }
+          cp->async = true;
+        },
+        true);
+  });
 }
 
 // ---- subscriptions: install and records ----
@@ -2093,6 +2250,12 @@ void add_routes(net::router& routes, const dataplane::config&) {
   add_web_routes(routes);
   routes.add("POST", "/api/accounts", [](net::request_context& ctx, net::http_response& r) {
     reflector::of(ctx).create_account(ctx, r);
+  });
+  routes.add("DELETE", "/api/account", [](net::request_context& ctx, net::http_response& r) {
+    reflector::of(ctx).delete_account(ctx, r);
+  });
+  routes.add("POST", "/api/account:rotate", [](net::request_context& ctx, net::http_response& r) {
+    reflector::of(ctx).rotate_secret(ctx, r);
   });
   routes.add("POST", "/api/subscriptions", [](net::request_context& ctx, net::http_response& r) {
     reflector::of(ctx).create_subscription(ctx, r);

@@ -6,6 +6,8 @@
 //
 // Routes (JSON bodies parsed with simdjson; errors {"error": CODE, "message": ...}):
 //   POST   /api/accounts                 201 {"id", "secret"} (the secret is shown once)
+//   POST   /api/account:rotate           Bearer SECRET; 200 {"id", "secret"} (old one stops)
+//   DELETE /api/account                  Bearer SECRET; 204, with every subscription
 //   POST   /api/subscriptions            Bearer SECRET; {"query", "k"?, "title"?} -> 201
 //                                        (Idempotency-Key: a retry gets the first's result)
 //   GET    /api/subscriptions            Bearer SECRET; {"subscriptions": [...]}
