@@ -23,6 +23,7 @@
 #include "feedplane/net/http_server.h"
 #include "feedplane/net/loop.h"
 #include "feedplane/reflector/reflector.h"
+#include "feedplane/reflector/token.h"
 #include "feedplane/runtime/shard.h"
 #include "feedplane/store/store.h"
 #include "http_test_client.h"
@@ -265,7 +266,19 @@ feed_state poll_until(int port, const std::string& feed, size_t n, const std::st
 TEST(reflector_live, articles_written_while_serving_reach_the_feeds) {
   live_server srv(3);
   const int port = srv.port();
-  // Ready once the shards re-matched the (empty) log.
+  // Ready once every shard re-matched the (empty) log: a poll of no feed in a partition
+  // of each shard answers 404, not 503 starting.
+  for (uint32_t p = 0; p < 3; ++p) {
+    feedplane::reflector::feed_token t;
+    t.partition = p;
+    t.slot = 12345;
+    int status = 0;
+    for (int i = 0; i < 5000 && status != 404; ++i) {
+      status = request(port, "GET", "/f/" + feedplane::reflector::encode_token(t)).status;
+      if (status != 404) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    ASSERT_EQ(status, 404) << "shard " << p << " never became ready";
+  }
   http_test::response r;
   const std::string bulk =
       "{\"account\": \"live\", \"query\": \"rust tokio\", \"k\": 3, \"backfill\": false}\n"

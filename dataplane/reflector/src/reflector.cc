@@ -340,7 +340,11 @@ class reflector final : public dataplane::component {
   void on_streamed(rt::shard& s) override;
   void stop() override { stopping_ = true; }
   bool quiescent() const override { return outbox_.empty(); }
-  bool ready() const override { return caught_up_; }
+  // For /readyz: every shard caught up (a load balancer sends to the process, and any
+  // shard may own what a request needs). Each shard tells all, by message, when it is.
+  bool ready() const override { return shards_caught_up_ == s_.rt->count(); }
+  // This shard's own start-up is over (poll() and a poll_task on the owner ask this).
+  bool caught_up() const { return caught_up_; }
 
   // ---- routes (on the shard that holds the connection) ----
   void create_account(net::request_context& ctx, net::http_response& r);
@@ -432,6 +436,15 @@ class reflector final : public dataplane::component {
   // sequence the store had when streaming ended. Until then it answers 503 "starting".
   uint64_t replay_target_ = 0;
   bool caught_up_ = false;
+  uint32_t shards_caught_up_ = 0;  // shards that said they caught up (this one included)
+  void mark_caught_up() {
+    caught_up_ = true;
+    for (uint32_t j = 0; j < s_.rt->count(); ++j) {
+      auto t = std::make_unique<fn_task>();
+      t->on_target = [](rt::shard& s) { ++of(s).shards_caught_up_; };
+      post(j, std::move(t));
+    }
+  }
 
   matcher::index index_;
   matcher::match_result result_;
@@ -495,6 +508,8 @@ class reflector final : public dataplane::component {
     rt::counter* backfilled = nullptr;
     rt::counter* searched = nullptr;
     rt::histogram* list_size = nullptr;
+    rt::histogram* match_us = nullptr;
+    rt::counter* articles = nullptr;
   } m_;
 };
 
@@ -546,6 +561,12 @@ reflector::reflector(shard_services& s)
                                    "Matches a new subscription took from recent articles");
   m_.searched = &reg.add_counter("feedplane_reflector_search_reads_total",
                                  "Recent articles read back to verify a backfill or preview");
+  m_.match_us = &reg.add_histogram("feedplane_reflector_match_seconds",
+                                   "Matching one article against a shard's subscriptions, "
+                                   "list appends included",
+                                   {}, 1e-6);  // observed in microseconds
+  m_.articles = &reg.add_counter("feedplane_reflector_articles_matched_total",
+                                 "Articles matched (every shard counts each)");
   m_.list_size = &reg.add_histogram("feedplane_reflector_list_size",
                                     "Size of a list after each match appended to it");
 }
@@ -1169,7 +1190,7 @@ void reflector::on_streamed(rt::shard&) {
   // Relaxed is enough: the store wrote next_seq before it published `streamed` (release),
   // which this shard consumed (acquire); a later, larger value only waits a little longer.
   replay_target_ = s_.db->stats().next_seq.load(std::memory_order_relaxed) - 1;
-  caught_up_ = last_seq_ >= replay_target_;
+  if (last_seq_ >= replay_target_) mark_caught_up();
   // Each account's shard learns how many subscriptions it has (they live on the shards
   // of their own partitions): one task per shard.
   const uint32_t n = s_.rt->count();
@@ -1193,7 +1214,7 @@ void reflector::on_streamed(rt::shard&) {
 void reflector::on_article(rt::shard&, const rt::article_ref& a) {
   const uint64_t seq = a->seq();
   last_seq_ = seq;
-  if (!caught_up_ && streamed_ && seq >= replay_target_) caught_up_ = true;
+  if (!caught_up_ && streamed_ && seq >= replay_target_) mark_caught_up();
   index_recent(*a);
   if (!parked_.empty()) {  // searches that waited for this shard to reach their range
     std::vector<parked> ready;
@@ -1205,9 +1226,16 @@ void reflector::on_article(rt::shard&, const rt::article_ref& a) {
     for (parked& p : ready) p.run();
   }
   if (index_.size() == 0) return;
+  m_.articles->add();
+  const auto t0 = std::chrono::steady_clock::now();
   // Fast: the index touches only the postings of the article's words (matcher/index.h).
   index_.match(a->words(), result_);
-  if (result_.ids().empty()) return;
+  if (result_.ids().empty()) {
+    m_.match_us->observe(uint64_t(
+        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0)
+            .count()));
+    return;
+  }
   const uint64_t replaces = a->meta().replaces;
   const int64_t now = wall_now();
   bool any = false;
@@ -1224,6 +1252,9 @@ void reflector::on_article(rt::shard&, const rt::article_ref& a) {
   }
   if (any) remember(*a);
   m_.list_entries->set(int64_t(list_entries_));
+  m_.match_us->observe(uint64_t(
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0)
+          .count()));
 }
 
 void reflector::remember(const rt::article& a) {
@@ -1623,7 +1654,7 @@ struct poll_task final : rt::task {
   bool starting = false;  // the owner has not caught up with the article log yet
   void run(rt::shard& s) override {
     reflector& owner = reflector::of(s);
-    starting = !owner.ready();
+    starting = !owner.caught_up();
     if (!starting) out = owner.feed_of(token, format);
   }
   void done(rt::shard& s) override {
