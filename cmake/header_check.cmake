@@ -40,6 +40,7 @@ set(feedplane_public_headers
   "feedplane_runtime:dataplane/runtime/include"
   "feedplane_store:dataplane/store/include"
   "feedplane_crawler:dataplane/crawler/include"
+  "feedplane_reflector:dataplane/reflector/include"
   "feedplane_dataplane:dataplane/include"
   "feedplane_workload:bench/workload/include"
   "feedplane_farm:bench/farm/include")

@@ -588,6 +588,12 @@ int run_serve(const serve_flags& f) {
       net::set_unavailable(r, "start-up streaming from the store is not finished", 1, "starting");
       return;
     }
+    for (const component_def* d : components()) {
+      if (!c.parts[size_t(d->id)]->ready()) {
+        net::set_unavailable(r, fmt::format("the {} is starting", d->name), 1, "starting");
+        return;
+      }
+    }
     r.body = "ready\n";
   });
   routes.add("GET", "/metrics", metrics_route);

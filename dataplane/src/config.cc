@@ -170,6 +170,13 @@ const std::vector<option>& options() {
                     "PEM CA bundle for HTTPS; empty = the system CA store"),
       uint_option("reflector.k", &config::reflector, &R::k, 1, 10000,
                   "matches kept and served per subscription"),
+      uint_option("reflector.backfill_window_s", &config::reflector, &R::backfill_window_s, 0, u32,
+                  "a new subscription starts with its matches among this many seconds of "
+                  "recent articles (0 = none)"),
+      uint_option("reflector.article_cache_mb", &config::reflector, &R::article_cache_mb, 1,
+                  1u << 20, "per shard: MiB of article text kept to render feeds"),
+      uint_option("reflector.max_subscriptions", &config::reflector, &R::max_subscriptions, 1, u32,
+                  "subscriptions per account (the admin bulk route has no limit)"),
       string_option("api.admin_token", &config::api, &A::admin_token, nullptr,
                     "bearer token of the admin API (sources, bulk loads); empty = admin API "
                     "off; --admin-token and FEEDPLANE_ADMIN_TOKEN override it"),
@@ -198,6 +205,10 @@ const std::vector<option>& options() {
       string_list_option("net.resolve", &config::net, &net_config::resolve, check_resolve_pin,
                          "HOST:PORT:ADDR pins as curl's --resolve (HOST may be *); "
                          "--resolve and --resolve-file add more"),
+      uint_option("api.account_requests_per_s", &config::api, &A::account_requests_per_s, 1, u32,
+                  "API requests per second per account; more get 429 with Retry-After"),
+      uint_option("api.signups_per_hour", &config::api, &A::signups_per_hour, 1, u32,
+                  "accounts created per hour per client address; more get 429"),
   };
   return all;
 }

@@ -717,6 +717,7 @@ void http_server::handle(connection& k, const http_request& req, bool body_in_pl
       set_json_error(resp_, 404, "not_found", msg_);
     }
   } else if (prepare_context(req, body_in_place)) {
+    rctx_.fd_ = k.fd;
     (*match_.handler)(rctx_, resp_);
   }
   if (resp_.defer) {

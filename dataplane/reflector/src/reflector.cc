@@ -4,9 +4,15 @@
 #include <libdeflate.h>
 #include <openssl/sha.h>
 #include <simdjson.h>
+#include <xxhash.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <ctime>
 #include <deque>
 #include <functional>
@@ -27,10 +33,12 @@
 #include "feedplane/net/http_server.h"
 #include "feedplane/reflector/last_k.h"
 #include "feedplane/reflector/render.h"
+#include "feedplane/reflector/sanitize.h"
 #include "feedplane/reflector/token.h"
 #include "feedplane/runtime/article.h"
 #include "feedplane/runtime/shard.h"
 #include "feedplane/store/store.h"
+#include "web_files.h"
 
 static_assert(simdjson::SIMDJSON_PADDING <= feedplane::net::body_padding);
 
@@ -41,13 +49,16 @@ namespace {
 namespace rt = runtime;
 using dataplane::shard_services;
 
-// Per-shard article cache: what a feed renders, copied while the broadcast article is
-// alive. Beyond the budget the oldest entries go (a miss reads the article back from the
-// store).
-constexpr size_t cache_budget_bytes = size_t{64} << 20;
+// Per-shard article cache (reflector.article_cache_mb): what a feed renders, copied while
+// the broadcast article is alive. Beyond the budget the oldest entries go (a miss reads the
+// article back from the store).
+constexpr uint32_t search_budget = 1000;    // candidates verified per query and shard
+constexpr uint32_t sweep_every = 4096;      // articles between sweeps of expired postings
 constexpr size_t summary_max_bytes = 1000;  // plain text kept per article
-constexpr size_t title_max_bytes = 400;     // of a subscription's title
-constexpr uint32_t slot_chunk = 1024;       // slots per chunk of a partition's slot array
+constexpr size_t summary_html_max_bytes = size_t{8}
+                                          << 10;  // HTML kept per article (then sanitized)
+constexpr size_t title_max_bytes = 400;           // of a subscription's title
+constexpr uint32_t slot_chunk = 1024;             // slots per chunk of a partition's slot array
 
 int64_t wall_now() { return int64_t(std::time(nullptr)); }
 
@@ -62,10 +73,11 @@ using rendered_ptr = std::shared_ptr<const rendered>;
 
 struct cached_article {
   std::string title, link, guid, source_url, summary;
+  std::string summary_html;  // as the source gave it: sanitized when a feed is rendered
   int64_t published = 0;
   size_t bytes() const {
     return sizeof(*this) + title.size() + link.size() + guid.size() + source_url.size() +
-           summary.size();
+           summary.size() + summary_html.size();
   }
 };
 
@@ -100,7 +112,43 @@ struct account {
   std::array<uint8_t, 32> secret_sha256{};
   bool has_secret = false;  // accounts made by bulk have none
   int64_t created = 0;
+  // Derived, in memory: subscriptions (counted by their shards at start-up, then kept
+  // here as they are made and deleted) and the request token bucket.
+  uint32_t subs = 0;
+  double tokens = -1;  // < 0: full
+  int64_t refilled_ms = 0;
 };
+
+// The id of the subscription an account creates with an Idempotency-Key: the same for
+// every retry, so each lands on the same shard and finds the first one's result.
+std::string idempotent_id(std::string_view account, std::string_view key) {
+  std::string in(account);
+  in += '\n';
+  in += key;
+  uint8_t d[32];
+  SHA256(reinterpret_cast<const unsigned char*>(in.data()), in.size(), d);
+  return "s_" + base64url(d, 12);
+}
+
+int64_t steady_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// The client's address (no port), or "" when the socket has none.
+std::string peer_address(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof(ss);
+  if (fd < 0 || getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return {};
+  char buf[INET6_ADDRSTRLEN] = {};
+  if (ss.ss_family == AF_INET) {
+    inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(&ss)->sin_addr, buf, sizeof(buf));
+  } else if (ss.ss_family == AF_INET6) {
+    inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(&ss)->sin6_addr, buf, sizeof(buf));
+  }
+  return buf;
+}
 
 // One partition's slots: index ids + 1 (0 = free). Chunks never move.
 struct partition_slots {
@@ -139,10 +187,12 @@ struct call {
   uint32_t origin = 0;
   net::deferred_response later;  // the origin's; used on the origin only
   int status = 500;
-  std::string body;                // JSON; error bodies from error_json()
-  std::vector<std::string> lines;  // bulk: one result line per input line of the group
+  std::string body;                         // JSON; error bodies from error_json()
+  std::vector<std::string> lines;           // bulk: one result line per input line of the group
+  std::vector<std::vector<uint64_t>> seqs;  // searches: the matches of each query
   std::string_view content_type = "application/json";
-  bool async = false;  // the target answers later (after the store's ack), in a reply task
+  bool replayed = false;  // an Idempotency-Key retry answered with what the first made
+  bool async = false;     // the target answers later (after the store's ack), in a reply task
   std::function<void(reflector&, call&)> on_answer;  // origin: instead of an HTTP answer
 };
 using call_ptr = std::shared_ptr<call>;
@@ -259,6 +309,16 @@ struct new_sub {
   std::string id, account, query, title;
   uint32_t k = 10;
   bool account_new = false;  // bulk: write the account's record with this subscription
+  bool backfill = true;      // start with the matches among recent articles
+};
+
+// One query of a search of the recent articles (backfill, preview): its matches with
+// sequence in [from, upto], newest first, at most k.
+struct search_query {
+  std::string query;
+  uint32_t k = 10;
+  uint64_t from = 0;
+  uint64_t upto = UINT64_MAX;  // UINT64_MAX: whatever the shard has (preview)
 };
 
 class reflector final : public dataplane::component {
@@ -280,14 +340,24 @@ class reflector final : public dataplane::component {
   void on_streamed(rt::shard& s) override;
   void stop() override { stopping_ = true; }
   bool quiescent() const override { return outbox_.empty(); }
+  // For /readyz: every shard caught up (a load balancer sends to the process, and any
+  // shard may own what a request needs). Each shard tells all, by message, when it is.
+  bool ready() const override { return shards_caught_up_ == s_.rt->count(); }
+  // This shard's own start-up is over (poll() and a poll_task on the owner ask this).
+  bool caught_up() const { return caught_up_; }
 
   // ---- routes (on the shard that holds the connection) ----
   void create_account(net::request_context& ctx, net::http_response& r);
+  // DELETE /api/account: the account and every subscription it has.
+  void delete_account(net::request_context& ctx, net::http_response& r);
+  // POST /api/account:rotate: a new secret; the old one stops working.
+  void rotate_secret(net::request_context& ctx, net::http_response& r);
   void create_subscription(net::request_context& ctx, net::http_response& r);
   void list_subscriptions(net::request_context& ctx, net::http_response& r);
   void one_subscription(net::request_context& ctx, net::http_response& r, int verb);
   void bulk(net::request_context& ctx, net::http_response& r);
   void poll(net::request_context& ctx, net::http_response& r, feed_format f);
+  void preview(net::request_context& ctx, net::http_response& r);
 
   // ---- on the owner shard ----
   rendered_ptr feed_of(const feed_token& t, feed_format f);
@@ -311,8 +381,15 @@ class reflector final : public dataplane::component {
   void finish(call& c);
   // Checks `Authorization: Bearer SECRET` on the account's shard and runs next here with
   // the account id, or answers 401. Defers r.
+  // With `reserve`, also takes one of the account's reflector.max_subscriptions (given
+  // back by release_subscription when the creation fails). Answers 429 beyond
+  // api.account_requests_per_s.
   void with_account(net::request_context& ctx, net::http_response& r,
-                    std::function<void(reflector&, const std::string&, const call_ptr&)> next);
+                    std::function<void(reflector&, const std::string&, const call_ptr&)> next,
+                    bool reserve = false);
+  void release_subscription(const std::string& account);
+  // Answers c over HTTP (finish() without on_answer).
+  void answer_http(call& c);
   bool ready(net::http_response& r);
   uint32_t shard_of(std::string_view key) const {
     return shard_of_partition(partition_of(key), s_.rt->count());
@@ -335,6 +412,17 @@ class reflector final : public dataplane::component {
   void change_here(const call_ptr& c, const std::string& account, const std::string& sid, int v,
                    const sub_spec& spec);
   rendered_ptr render(subscription& s, feed_format f);
+  // ---- recent articles (backfill, preview) ----
+  void index_recent(const rt::article& a);
+  // Answers cp->seqs (and, with items, cp->lines: one JSON item per match) for queries on
+  // this shard's slice of the recent articles, once it applied every article up to the
+  // queries' `upto` (parked until then).
+  void search(const call_ptr& cp, const std::vector<search_query>& qs, bool items);
+  void search_now(const call_ptr& cp, const std::vector<search_query>& qs, bool items);
+  // Fills the lists of newly created subscriptions from every shard's recent articles,
+  // then runs done.
+  void backfill(const std::vector<std::pair<std::string, uint64_t>>& subs,
+                std::function<void(reflector&)> done);
   const cached_article* article(uint64_t seq);
   void remember(const rt::article& a);
   void update_gauges();
@@ -343,6 +431,20 @@ class reflector final : public dataplane::component {
   bool stopping_ = false;
   bool streamed_ = false;
   uint64_t last_seq_ = 0;  // the last article this shard applied
+  // Start-up: the store replays the article log before `streamed`, but on another ring
+  // than the event that says so: the shard is caught up once it applied the last
+  // sequence the store had when streaming ended. Until then it answers 503 "starting".
+  uint64_t replay_target_ = 0;
+  bool caught_up_ = false;
+  uint32_t shards_caught_up_ = 0;  // shards that said they caught up (this one included)
+  void mark_caught_up() {
+    caught_up_ = true;
+    for (uint32_t j = 0; j < s_.rt->count(); ++j) {
+      auto t = std::make_unique<fn_task>();
+      t->on_target = [](rt::shard& s) { ++of(s).shards_caught_up_; };
+      post(j, std::move(t));
+    }
+  }
 
   matcher::index index_;
   matcher::match_result result_;
@@ -354,7 +456,29 @@ class reflector final : public dataplane::component {
   std::unordered_map<std::string, std::vector<uint32_t>> by_account_;
   std::vector<partition_slots> partitions_;
   std::unordered_map<std::string, account> accounts_;
+  struct signup_window {
+    int64_t start = 0;  // unix seconds
+    uint32_t count = 0;
+  };
+  std::unordered_map<std::string, signup_window> signups_;  // client address -> this hour
   size_t list_entries_ = 0;
+  size_t cache_budget_bytes_ = 0;
+
+  // Recent articles: every shard keeps the (sequence, time) of the window's articles, and
+  // a word index (word hash -> ascending sequences) of its slice of them (seq mod shards
+  // == its index), so the index costs the process one copy, not one per shard.
+  std::deque<std::pair<uint64_t, int64_t>> window_;
+  uint64_t window_first_seq_ = 1;
+  std::unordered_map<uint64_t, std::deque<uint64_t>> postings_;
+  size_t postings_entries_ = 0;
+  uint32_t since_sweep_ = 0;
+  matcher::index search_index_;  // id 0: the query being searched
+  matcher::match_result search_result_;
+  struct parked {
+    uint64_t upto;
+    std::function<void()> run;
+  };
+  std::vector<parked> parked_;  // searches waiting for this shard to reach their `upto`
 
   std::unordered_map<uint64_t, cached_article> cache_;
   std::deque<uint64_t> cache_order_;
@@ -379,12 +503,21 @@ class reflector final : public dataplane::component {
     rt::gauge* list_entries = nullptr;
     rt::gauge* cache_articles = nullptr;
     rt::gauge* cache_bytes = nullptr;
+    rt::gauge* recent_articles = nullptr;
+    rt::gauge* recent_postings = nullptr;
+    rt::counter* backfilled = nullptr;
+    rt::counter* searched = nullptr;
     rt::histogram* list_size = nullptr;
+    rt::histogram* match_us = nullptr;
+    rt::counter* articles = nullptr;
   } m_;
 };
 
 reflector::reflector(shard_services& s)
-    : s_(s), partitions_(partitions), gz_(libdeflate_alloc_compressor(6)) {
+    : s_(s),
+      partitions_(partitions),
+      cache_budget_bytes_(size_t{s.cfg->reflector.article_cache_mb} << 20),
+      gz_(libdeflate_alloc_compressor(6)) {
   retry_.set(&reflector::on_retry, this);
   rt::metrics_registry& reg = s.rt->metrics();
   for (size_t f = 0; f < feed_formats; ++f) {
@@ -419,6 +552,21 @@ reflector::reflector(shard_services& s)
                                      "Articles in the shards' render caches");
   m_.cache_bytes = &reg.add_gauge("feedplane_reflector_article_cache_bytes",
                                   "Bytes of the shards' render caches");
+  m_.recent_articles = &reg.add_gauge("feedplane_reflector_recent_articles",
+                                      "Articles in the backfill window (summed: shards x)");
+  m_.recent_postings =
+      &reg.add_gauge("feedplane_reflector_recent_postings",
+                     "Entries of the recent-article word index (8 bytes each; each shard a slice)");
+  m_.backfilled = &reg.add_counter("feedplane_reflector_backfilled_total",
+                                   "Matches a new subscription took from recent articles");
+  m_.searched = &reg.add_counter("feedplane_reflector_search_reads_total",
+                                 "Recent articles read back to verify a backfill or preview");
+  m_.match_us = &reg.add_histogram("feedplane_reflector_match_seconds",
+                                   "Matching one article against a shard's subscriptions, "
+                                   "list appends included",
+                                   {}, 1e-6);  // observed in microseconds
+  m_.articles = &reg.add_counter("feedplane_reflector_articles_matched_total",
+                                 "Articles matched (every shard counts each)");
   m_.list_size = &reg.add_histogram("feedplane_reflector_list_size",
                                     "Size of a list after each match appended to it");
 }
@@ -480,11 +628,16 @@ void reflector::finish(call& c) {
     c.on_answer(*this, c);
     return;
   }
+  answer_http(c);
+}
+
+void reflector::answer_http(call& c) {
   net::http_response r;
   r.status = c.status;
   r.content_type = c.content_type;
   r.cache_control = "no-store";
-  if (c.status == 503) r.extra_headers = "Retry-After: 1\r\n";
+  if (c.status == 503 || c.status == 429) r.extra_headers = "Retry-After: 1\r\n";
+  if (c.replayed) r.extra_headers = "Idempotent-Replayed: true\r\n";
   if (c.status == 401) r.extra_headers = "WWW-Authenticate: Bearer\r\n";
   r.storage = std::move(c.body);
   r.body = r.storage;
@@ -492,7 +645,7 @@ void reflector::finish(call& c) {
 }
 
 bool reflector::ready(net::http_response& r) {
-  if (!s_.rt->store_streamed()) {
+  if (!caught_up_) {
     net::set_unavailable(r, "start-up streaming from the store is not finished", 1, "starting");
     return false;
   }
@@ -511,7 +664,7 @@ std::string reflector::new_id(char prefix) const {
 
 void reflector::with_account(
     net::request_context& ctx, net::http_response& r,
-    std::function<void(reflector&, const std::string&, const call_ptr&)> next) {
+    std::function<void(reflector&, const std::string&, const call_ptr&)> next, bool reserve) {
   const std::string_view secret = dataplane::bearer_token(ctx.request());
   const size_t dot = secret.rfind('.');
   if (secret.empty() || dot == std::string_view::npos || dot == 0) {
@@ -527,31 +680,86 @@ void reflector::with_account(
   auto c = std::make_shared<call>();
   c->origin = s_.rt->index();
   c->later = r.later;
-  auto ok = std::make_shared<bool>(false);
-  c->on_answer = [ok, account, next = std::move(next)](reflector& self, call& done) {
+  auto verdict = std::make_shared<int>(401);  // written on the account's shard
+  c->on_answer = [verdict, account, next = std::move(next), reserve](reflector& self, call& done) {
     auto cp = std::make_shared<call>();
     cp->origin = done.origin;
     cp->later = done.later;
-    if (!*ok) {
-      set_call_error(*cp, 401, "unauthenticated", "unknown account or wrong secret");
-      self.finish(*cp);
-      return;
+    switch (*verdict) {
+      case 0:
+        break;
+      case 429:
+        set_call_error(*cp, 429, "too_many_requests",
+                       fmt::format("at most {} requests per second per account; retry",
+                                   self.s_.cfg->api.account_requests_per_s));
+        self.finish(*cp);
+        return;
+      case 403:
+        set_call_error(*cp, 403, "subscription_limit",
+                       fmt::format("an account has at most {} subscriptions",
+                                   self.s_.cfg->reflector.max_subscriptions));
+        self.finish(*cp);
+        return;
+      default:
+        set_call_error(*cp, 401, "unauthenticated", "unknown account or wrong secret");
+        self.finish(*cp);
+        return;
+    }
+    if (reserve) {  // a creation that fails gives its reservation back
+      cp->on_answer = [account](reflector& me, call& got) {
+        if (got.status != 201 || got.replayed) me.release_subscription(account);
+        me.answer_http(got);
+      };
     }
     next(self, account, cp);
   };
-  const bool sent = start_call(b, c, [ok, account, digest](reflector& owner, const call_ptr&) {
-    auto it = owner.accounts_.find(account);
-    if (it == owner.accounts_.end() || !it->second.has_secret) return;
-    *ok = dataplane::constant_time_equal(
-        std::string_view(reinterpret_cast<const char*>(it->second.secret_sha256.data()), 32),
-        std::string_view(reinterpret_cast<const char*>(digest.data()), 32));
-  });
+  const double rate = s_.cfg->api.account_requests_per_s;
+  const uint32_t max_subs = s_.cfg->reflector.max_subscriptions;
+  const bool sent = start_call(
+      b, c, [verdict, account, digest, reserve, rate, max_subs](reflector& owner, const call_ptr&) {
+        auto it = owner.accounts_.find(account);
+        if (it == owner.accounts_.end() || !it->second.has_secret) return;
+        auto& a = it->second;
+        if (!dataplane::constant_time_equal(
+                std::string_view(reinterpret_cast<const char*>(a.secret_sha256.data()), 32),
+                std::string_view(reinterpret_cast<const char*>(digest.data()), 32)))
+          return;
+        // A token bucket of one second of requests, refilled continuously.
+        const int64_t now = steady_ms();
+        a.tokens = a.tokens < 0
+                       ? rate
+                       : std::min(rate, a.tokens + double(now - a.refilled_ms) * rate / 1000);
+        a.refilled_ms = now;
+        if (a.tokens < 1) {
+          *verdict = 429;
+          return;
+        }
+        a.tokens -= 1;
+        if (reserve) {
+          if (a.subs >= max_subs) {
+            *verdict = 403;
+            return;
+          }
+          ++a.subs;
+        }
+        *verdict = 0;
+      });
   if (!sent) {
     net::set_unavailable(r, fmt::format("shard {} is busy; retry", b));
     return;
   }
   r.defer = true;
   s_.requests_deferred->add();
+}
+
+void reflector::release_subscription(const std::string& account) {
+  auto t = std::make_unique<fn_task>();
+  t->on_target = [account](rt::shard& s) {
+    auto& accounts = of(s).accounts_;
+    if (auto it = accounts.find(account); it != accounts.end() && it->second.subs > 0)
+      --it->second.subs;
+  };
+  post(shard_of(account), std::move(t));
 }
 
 // ---- accounts ----
@@ -575,7 +783,7 @@ void reflector::create_account(net::request_context& ctx, net::http_response& r)
   c->origin = s_.rt->index();
   c->later = r.later;
   const uint32_t b = shard_of(aid);
-  const bool sent = start_call(b, c, [aid, secret, a](reflector& owner, const call_ptr& cp) {
+  auto create = [aid, secret, a](reflector& owner, const call_ptr& cp) {
     if (!owner.s_.rt->can_write()) {
       set_call_error(*cp, 503, "unavailable", "the store's write ring is full; retry");
       return;
@@ -607,13 +815,204 @@ void reflector::create_account(net::request_context& ctx, net::http_response& r)
       return;
     }
     cp->async = true;
-  });
+  };
+  // Signups per client address and hour, counted on the address's shard (connections
+  // from one address land on any shard). The admin token is not limited.
+  const std::string_view admin = s_.cfg->api.admin_token;
+  const bool is_admin = !admin.empty() && dataplane::constant_time_equal(
+                                              dataplane::bearer_token(ctx.request()), admin);
+  const std::string addr = is_admin ? std::string() : peer_address(ctx.connection_fd());
+  bool sent = false;
+  if (addr.empty()) {
+    sent = start_call(b, c, create);
+  } else {
+    const uint32_t d = shard_of("addr:" + addr);
+    auto ok = std::make_shared<bool>(false);
+    c->on_answer = [ok, b, create](reflector& self, call& done) {
+      if (!*ok) {
+        set_call_error(done, 429, "too_many_signups",
+                       fmt::format("at most {} accounts per hour from one address",
+                                   self.s_.cfg->api.signups_per_hour));
+        self.answer_http(done);
+        return;
+      }
+      auto next = std::make_shared<call>();
+      next->origin = done.origin;
+      next->later = done.later;
+      self.start_call(b, next, create, true);
+    };
+    const uint32_t limit = s_.cfg->api.signups_per_hour;
+    sent = start_call(d, c, [ok, addr, limit](reflector& o, const call_ptr&) {
+      const int64_t now = wall_now();
+      if (o.signups_.size() > 100'000) {  // bounded: forget the windows that ended
+        std::erase_if(o.signups_, [now](const auto& kv) { return now - kv.second.start >= 3600; });
+      }
+      auto& w = o.signups_[addr];
+      if (now - w.start >= 3600) w = {now, 0};
+      if (w.count >= limit) return;
+      ++w.count;
+      *ok = true;
+    });
+  }
   if (!sent) {
     net::set_unavailable(r, fmt::format("shard {} is busy; retry", b));
     return;
   }
   r.defer = true;
   s_.requests_deferred->add();
+}
+
+// ---- deleting an account, rotating its secret ----
+
+void reflector::delete_account(net::request_context& ctx, net::http_response& r) {
+  if (!ready(r)) return;
+  with_account(ctx, r, [](reflector& self, const std::string& acct, const call_ptr& c) {
+    // First every shard deletes the account's subscriptions it holds (durably), then the
+    // account's shard the account. A failure on the way answers 503: a retry finishes it.
+    struct gather {
+      uint32_t waiting = 0;
+      bool failed = false;
+      call_ptr answer;
+    };
+    auto g = std::make_shared<gather>();
+    g->waiting = self.s_.rt->count();
+    g->answer = c;
+    for (uint32_t j = 0; j < self.s_.rt->count(); ++j) {
+      auto part = std::make_shared<call>();
+      part->origin = self.s_.rt->index();
+      part->status = 204;
+      part->on_answer = [g, acct](reflector& me, call& got) {
+        g->failed |= got.status != 204;
+        if (--g->waiting != 0) return;
+        if (g->failed) {
+          set_call_error(*g->answer, 503, "unavailable", "some subscriptions remain; retry");
+          me.finish(*g->answer);
+          return;
+        }
+        me.start_call(
+            me.shard_of(acct), g->answer,
+            [acct](reflector& o, const call_ptr& cp) {
+              if (!o.s_.rt->can_write()) {
+                set_call_error(*cp, 503, "unavailable", "the store's write ring is full; retry");
+                return;
+              }
+              auto w = std::make_unique<fn_write>();
+              w->ops.push_back({rt::kind::accounts, true, acct, {}});
+              w->fn = [acct, cp](rt::shard& sh, fn_write& done) {
+                reflector& owner = of(sh);
+                if (done.status != 0) {
+                  set_call_error(
+                      *cp, 503, "store_failed",
+                      std::string(store::store_errc_message(store::store_errc(done.status))));
+                } else {
+                  owner.accounts_.erase(acct);
+                  owner.update_gauges();
+                  cp->status = 204;
+                  cp->body.clear();
+                }
+                owner.reply_later(cp);
+              };
+              rt::write_ptr wp = std::move(w);
+              if (!o.s_.rt->write(wp)) {
+                set_call_error(*cp, 503, "unavailable", "the store's write ring is full; retry");
+                return;
+              }
+              cp->async = true;
+            },
+            true);
+      };
+      self.start_call(
+          j, part,
+          [acct](reflector& o, const call_ptr& cp) {
+            auto it = o.by_account_.find(acct);
+            if (it == o.by_account_.end()) return;  // 204: nothing here
+            if (!o.s_.rt->can_write()) {
+              set_call_error(*cp, 503, "unavailable", "the store's write ring is full; retry");
+              return;
+            }
+            auto w = std::make_unique<fn_write>();
+            std::vector<std::string> ids;
+            for (uint32_t idx : it->second) ids.push_back(o.subs_[idx]->id);
+            for (const std::string& sid : ids)
+              w->ops.push_back({rt::kind::subscriptions, true, sid, {}});
+            w->fn = [ids, cp](rt::shard& sh, fn_write& done) {
+              reflector& owner = of(sh);
+              if (done.status != 0) {
+                cp->status = 503;
+              } else {
+                for (const std::string& sid : ids) {
+                  owner.uninstall(sid);
+                  owner.m_.deleted->add();
+                }
+              }
+              owner.reply_later(cp);
+            };
+            rt::write_ptr wp = std::move(w);
+            if (!o.s_.rt->write(wp)) {
+              cp->status = 503;
+              return;
+            }
+            cp->async = true;
+          },
+          true);
+    }
+  });
+}
+
+void reflector::rotate_secret(net::request_context& ctx, net::http_response& r) {
+  if (!ready(r)) return;
+  with_account(ctx, r, [](reflector& self, const std::string& acct, const call_ptr& c) {
+    uint8_t bits[32];
+    if (!random_bytes(bits, sizeof(bits))) {
+      set_call_error(*c, 500, "internal", "no random bytes");
+      self.finish(*c);
+      return;
+    }
+    const std::string secret = acct + "." + base64url(bits, sizeof(bits));
+    std::array<uint8_t, 32> hash{};
+    SHA256(reinterpret_cast<const unsigned char*>(secret.data()), secret.size(), hash.data());
+    self.start_call(
+        self.shard_of(acct), c,
+        [acct, secret, hash](reflector& o, const call_ptr& cp) {
+          auto it = o.accounts_.find(acct);
+          if (it == o.accounts_.end()) {
+            set_call_error(*cp, 404, "not_found", "the account was deleted");
+            return;
+          }
+          if (!o.s_.rt->can_write()) {
+            set_call_error(*cp, 503, "unavailable", "the store's write ring is full; retry");
+            return;
+          }
+          auto w = std::make_unique<fn_write>();
+          w->ops.push_back({rt::kind::accounts, false, acct,
+                            fmt::format("{{\"v\": 1, \"secret_sha256\": \"{}\", \"created\": {}}}",
+                                        hex(hash.data(), hash.size()), it->second.created)});
+          w->fn = [acct, secret, hash, cp](rt::shard& sh, fn_write& done) {
+            reflector& owner = of(sh);
+            auto at = owner.accounts_.find(acct);
+            if (done.status != 0 || at == owner.accounts_.end()) {
+              set_call_error(*cp, 503, "store_failed", "the new secret was not stored; retry");
+            } else {
+              at->second.secret_sha256 = hash;  // the old secret stops working now
+              at->second.has_secret = true;
+              cp->status = 200;
+              cp->body = "{\"id\": ";
+              base::append_json_string(acct, cp->body);
+              cp->body += ", \"secret\": ";
+              base::append_json_string(secret, cp->body);
+              cp->body += "}\n";
+            }
+            owner.reply_later(cp);
+          };
+          rt::write_ptr wp = std::move(w);
+          if (!o.s_.rt->write(wp)) {
+            set_call_error(*cp, 503, "unavailable", "the store's write ring is full; retry");
+            return;
+          }
+          cp->async = true;
+        },
+        true);
+  });
 }
 
 // ---- subscriptions: install and records ----
@@ -745,7 +1144,9 @@ void reflector::on_record(rt::shard&, rt::kind k, std::string_view key, std::str
         if (field.value().get_int64().get(a.created)) return bad("created");
       }
     }
-    accounts_[std::string(key)] = a;
+    account& slot = accounts_[std::string(key)];
+    a.subs = slot.subs;  // counts may arrive from other shards before the record
+    slot = a;
     update_gauges();
     return;
   }
@@ -786,6 +1187,25 @@ void reflector::on_record(rt::shard&, rt::kind k, std::string_view key, std::str
 
 void reflector::on_streamed(rt::shard&) {
   streamed_ = true;
+  // Relaxed is enough: the store wrote next_seq before it published `streamed` (release),
+  // which this shard consumed (acquire); a later, larger value only waits a little longer.
+  replay_target_ = s_.db->stats().next_seq.load(std::memory_order_relaxed) - 1;
+  if (last_seq_ >= replay_target_) mark_caught_up();
+  // Each account's shard learns how many subscriptions it has (they live on the shards
+  // of their own partitions): one task per shard.
+  const uint32_t n = s_.rt->count();
+  std::vector<std::vector<std::pair<std::string, uint32_t>>> counts(n);
+  for (const auto& [acct, idxs] : by_account_)
+    counts[shard_of(acct)].emplace_back(acct, uint32_t(idxs.size()));
+  for (uint32_t j = 0; j < n; ++j) {
+    if (counts[j].empty()) continue;
+    auto t = std::make_unique<fn_task>();
+    t->on_target = [list = std::move(counts[j])](rt::shard& s) {
+      auto& accounts = of(s).accounts_;
+      for (const auto& [acct, k] : list) accounts[acct].subs += k;
+    };
+    post(j, std::move(t));
+  }
   update_gauges();
 }
 
@@ -794,10 +1214,28 @@ void reflector::on_streamed(rt::shard&) {
 void reflector::on_article(rt::shard&, const rt::article_ref& a) {
   const uint64_t seq = a->seq();
   last_seq_ = seq;
+  if (!caught_up_ && streamed_ && seq >= replay_target_) mark_caught_up();
+  index_recent(*a);
+  if (!parked_.empty()) {  // searches that waited for this shard to reach their range
+    std::vector<parked> ready;
+    std::erase_if(parked_, [&](parked& p) {
+      if (p.upto > seq) return false;
+      ready.push_back(std::move(p));
+      return true;
+    });
+    for (parked& p : ready) p.run();
+  }
   if (index_.size() == 0) return;
+  m_.articles->add();
+  const auto t0 = std::chrono::steady_clock::now();
   // Fast: the index touches only the postings of the article's words (matcher/index.h).
   index_.match(a->words(), result_);
-  if (result_.ids().empty()) return;
+  if (result_.ids().empty()) {
+    m_.match_us->observe(uint64_t(
+        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0)
+            .count()));
+    return;
+  }
   const uint64_t replaces = a->meta().replaces;
   const int64_t now = wall_now();
   bool any = false;
@@ -814,6 +1252,9 @@ void reflector::on_article(rt::shard&, const rt::article_ref& a) {
   }
   if (any) remember(*a);
   m_.list_entries->set(int64_t(list_entries_));
+  m_.match_us->observe(uint64_t(
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0)
+          .count()));
 }
 
 void reflector::remember(const rt::article& a) {
@@ -824,8 +1265,11 @@ void reflector::remember(const rt::article& a) {
   c.guid = a.guid();
   c.source_url = a.source_url();
   c.published = a.meta().published;
+  const std::string_view html = a.summary().empty() ? a.content() : a.summary();
+  // Cut before sanitizing: the HTML5 parser closes whatever the cut leaves open.
+  c.summary_html.assign(html.substr(0, summary_html_max_bytes));
   std::string text;
-  matcher::html_to_text(a.summary().empty() ? a.content() : a.summary(), text);
+  matcher::html_to_text(html, text);
   std::string_view t = base::ascii_trim(text);
   if (t.size() > summary_max_bytes) {
     size_t cut = summary_max_bytes;
@@ -838,7 +1282,7 @@ void reflector::remember(const rt::article& a) {
   cache_bytes_ += c.bytes();
   cache_.emplace(a.seq(), std::move(c));
   cache_order_.push_back(a.seq());
-  while (cache_bytes_ > cache_budget_bytes && !cache_order_.empty()) {
+  while (cache_bytes_ > cache_budget_bytes_ && !cache_order_.empty()) {
     auto it = cache_.find(cache_order_.front());
     cache_order_.pop_front();
     if (it == cache_.end()) continue;
@@ -865,6 +1309,265 @@ const cached_article* reflector::article(uint64_t seq) {
   return it == cache_.end() ? nullptr : &it->second;
 }
 
+// ---- recent articles: backfill and preview ----
+
+void reflector::index_recent(const rt::article& a) {
+  const uint32_t window = s_.cfg->reflector.backfill_window_s;
+  if (window == 0) {  // no backfill: nothing is recent
+    window_first_seq_ = a.seq() + 1;
+    return;
+  }
+  const int64_t now = wall_now();
+  const int64_t t = a.meta().fetched != 0 ? a.meta().fetched : a.meta().published;
+  if (t >= now - int64_t(window)) {
+    window_.emplace_back(a.seq(), t);
+    if (a.seq() % s_.rt->count() == s_.rt->index()) {
+      // Distinct words only: one posting per word and article.
+      const matcher::article_view v = a.words();
+      for (size_t d = 0; d < v.distinct(); ++d) postings_[v.hash(v.first(d))].push_back(a.seq());
+      postings_entries_ += v.distinct();
+    }
+  }
+  while (!window_.empty() && window_.front().second < now - int64_t(window)) window_.pop_front();
+  window_first_seq_ = window_.empty() ? a.seq() + 1 : window_.front().first;
+  if (++since_sweep_ >= sweep_every) {
+    // Postings leave in sequence order: trim every word's head (bounded by the vocabulary,
+    // once every sweep_every articles).
+    since_sweep_ = 0;
+    for (auto it = postings_.begin(); it != postings_.end();) {
+      auto& q = it->second;
+      while (!q.empty() && q.front() < window_first_seq_) {
+        q.pop_front();
+        --postings_entries_;
+      }
+      it = q.empty() ? postings_.erase(it) : std::next(it);
+    }
+  }
+  m_.recent_articles->set(int64_t(window_.size()));
+  m_.recent_postings->set(int64_t(postings_entries_));
+}
+
+void reflector::search(const call_ptr& cp, const std::vector<search_query>& qs, bool items) {
+  uint64_t need = 0;
+  for (const search_query& q : qs) {
+    if (q.upto != UINT64_MAX) need = std::max(need, q.upto);
+  }
+  if (need <= last_seq_) {
+    search_now(cp, qs, items);
+    return;
+  }
+  // This shard has not applied the range yet (shards apply the stream at their own pace):
+  // answer once it has, so that no article between its index and the range is missed.
+  cp->async = true;
+  parked_.push_back({need, [this, cp, qs, items] {
+                       search_now(cp, qs, items);
+                       reply_later(cp);
+                     }});
+}
+
+void reflector::search_now(const call_ptr& cp, const std::vector<search_query>& qs, bool items) {
+  cp->seqs.assign(qs.size(), {});
+  std::vector<uint64_t> cand;
+  for (size_t qi = 0; qi < qs.size(); ++qi) {
+    const search_query& q = qs[qi];
+    matcher::parsed_query pq;
+    if (!parser_.parse(q.query, pq).ok()) continue;
+    const uint64_t lo = std::max(q.from, window_first_seq_);
+    const uint64_t hi = std::min(q.upto, last_seq_);
+    // Candidates: per clause, the postings of its rarest required word.
+    cand.clear();
+    for (const matcher::query_clause& cl : pq.clauses) {
+      const std::deque<uint64_t>* best = nullptr;
+      bool absent = false;
+      for (const matcher::query_term& t : cl.must) {
+        for (const std::string& w : t.words) {
+          auto it = postings_.find(matcher::word_hash(w));
+          if (it == postings_.end()) {
+            absent = true;
+            break;
+          }
+          if (best == nullptr || it->second.size() < best->size()) best = &it->second;
+        }
+        if (absent) break;
+      }
+      if (absent || best == nullptr) continue;
+      for (auto it = best->rbegin(); it != best->rend() && *it >= lo; ++it) {
+        if (*it <= hi) cand.push_back(*it);
+      }
+    }
+    std::sort(cand.begin(), cand.end(), std::greater<>());
+    cand.erase(std::unique(cand.begin(), cand.end()), cand.end());
+    // Verified newest first against the query alone, the article read back from the store
+    // (a synchronous read: creations and previews only, at most search_budget each).
+    search_index_.add(0, pq);
+    const std::vector<std::string> words = positive_words(pq.tree);
+    uint32_t reads = 0;
+    for (uint64_t seq : cand) {
+      if (cp->seqs[qi].size() >= q.k || reads >= search_budget) break;
+      ++reads;
+      std::string err;
+      rt::article_ref a = s_.db->read_article(seq, &err);
+      if (!a) continue;
+      search_index_.match(a->words(), search_result_);
+      if (search_result_.ids().empty()) continue;
+      cp->seqs[qi].push_back(seq);
+      if (!items) continue;
+      std::string text;
+      matcher::html_to_text(a->summary().empty() ? a->content() : a->summary(), text);
+      const std::vector<std::string> matched = words_in(words, {a->title(), text});
+      std::string html;
+      const std::string_view src = a->summary().empty() ? a->content() : a->summary();
+      sanitize_html(src.substr(0, summary_html_max_bytes), matched, html);
+      std::string j = fmt::format("{{\"seq\": {}, \"title\": ", seq);
+      base::append_json_string(a->title(), j);
+      j += ", \"url\": ";
+      base::append_json_string(a->link(), j);
+      j += ", \"id\": ";
+      base::append_json_string(a->guid().empty() ? a->link() : a->guid(), j);
+      char when[32];
+      when[feed::format_rfc3339(a->meta().published, when)] = 0;
+      j += fmt::format(", \"date_published\": \"{}\", \"source\": ", when);
+      base::append_json_string(a->source_url(), j);
+      j += ", \"content_html\": ";
+      base::append_json_string(html, j);
+      j += ", \"matched\": [";
+      for (size_t w = 0; w < matched.size(); ++w) {
+        if (w != 0) j += ", ";
+        base::append_json_string(matched[w], j);
+      }
+      j += "]}";
+      cp->lines.push_back(std::move(j));
+    }
+    m_.searched->add(reads);
+    search_index_.remove(0);
+  }
+}
+
+void reflector::backfill(const std::vector<std::pair<std::string, uint64_t>>& subs,
+                         std::function<void(reflector&)> done) {
+  std::vector<search_query> qs;
+  std::vector<std::string> ids;
+  for (const auto& [sid, upto] : subs) {
+    subscription* sub = find(sid);
+    if (sub == nullptr || sub->from_seq >= upto) continue;
+    qs.push_back({sub->query, sub->k, sub->from_seq + 1, upto});
+    ids.push_back(sid);
+  }
+  if (qs.empty()) {
+    done(*this);
+    return;
+  }
+  struct gather {
+    uint32_t waiting = 0;
+    std::vector<std::vector<uint64_t>> found;
+    std::vector<std::string> ids;
+    std::function<void(reflector&)> done;
+  };
+  auto g = std::make_shared<gather>();
+  g->waiting = s_.rt->count();
+  g->found.resize(qs.size());
+  g->ids = std::move(ids);
+  g->done = std::move(done);
+  for (uint32_t j = 0; j < s_.rt->count(); ++j) {
+    auto part = std::make_shared<call>();
+    part->origin = s_.rt->index();
+    part->on_answer = [g](reflector& self, call& got) {
+      for (size_t q = 0; q < got.seqs.size() && q < g->found.size(); ++q)
+        g->found[q].insert(g->found[q].end(), got.seqs[q].begin(), got.seqs[q].end());
+      if (--g->waiting != 0) return;
+      const int64_t now = wall_now();
+      for (size_t q = 0; q < g->ids.size(); ++q) {
+        subscription* sub = self.find(g->ids[q]);
+        if (sub == nullptr) continue;
+        auto& f = g->found[q];
+        std::sort(f.begin(), f.end());  // oldest first: the list keeps the newest k
+        const size_t before = sub->list.size();
+        for (uint64_t seq : f) {
+          if (sub->list.insert(seq, 0, sub->k)) self.m_.backfilled->add();
+        }
+        self.list_entries_ += sub->list.size() - before;
+        sub->invalidate(now);
+      }
+      self.update_gauges();
+      g->done(self);
+    };
+    start_call(
+        j, part, [qs](reflector& o, const call_ptr& cp) { o.search(cp, qs, false); }, true);
+  }
+}
+
+void reflector::preview(net::request_context& ctx, net::http_response& r) {
+  if (!ready(r)) return;
+  sub_spec spec;
+  spec_error err;
+  if (!parse_spec(json_, ctx.padded_body(), false, spec, err)) {
+    net::set_json_error(r, 400, err.code, err.message);
+    return;
+  }
+  if (!spec.query) {
+    net::set_json_error(r, 400, "bad_value", "\"query\" is required");
+    return;
+  }
+  matcher::parsed_query pq;
+  if (auto e = parser_.parse(*spec.query, pq); !e.ok()) {
+    err.code = "invalid_query";
+    err.message = e.message;
+    err.reason = matcher::errc_name(e.code);
+    err.column = e.column;
+    r.status = 400;
+    r.content_type = "application/json";
+    r.set_body(spec_error_json(err));
+    return;
+  }
+  const search_query q{*spec.query,
+                       spec.k.value_or(s_.cfg->reflector.k > max_k ? max_k : s_.cfg->reflector.k),
+                       0, UINT64_MAX};
+  with_account(ctx, r, [q](reflector& self, const std::string&, const call_ptr& c) {
+    const uint32_t n = self.s_.rt->count();
+    for (uint32_t j = 0; j < n; ++j) {
+      if (!self.s_.rt->can_send(j)) {
+        set_call_error(*c, 503, "unavailable", fmt::format("shard {} is busy; retry", j));
+        self.finish(*c);
+        return;
+      }
+    }
+    struct gather {
+      uint32_t waiting = 0;
+      std::vector<std::pair<uint64_t, std::string>> items;
+      call_ptr answer;
+    };
+    auto g = std::make_shared<gather>();
+    g->waiting = n;
+    g->answer = c;
+    for (uint32_t j = 0; j < n; ++j) {
+      auto part = std::make_shared<call>();
+      part->origin = self.s_.rt->index();
+      part->on_answer = [g, q](reflector& me, call& got) {
+        if (!got.seqs.empty()) {
+          for (size_t i = 0; i < got.seqs[0].size() && i < got.lines.size(); ++i)
+            g->items.emplace_back(got.seqs[0][i], std::move(got.lines[i]));
+        }
+        if (--g->waiting != 0) return;
+        std::sort(g->items.begin(), g->items.end(),
+                  [](const auto& a, const auto& b) { return a.first > b.first; });
+        if (g->items.size() > q.k) g->items.resize(q.k);
+        std::string body = "{\"query\": ";
+        base::append_json_string(q.query, body);
+        body += ", \"items\": [";
+        for (size_t i = 0; i < g->items.size(); ++i) {
+          body += i == 0 ? "\n  " : ",\n  ";
+          body += g->items[i].second;
+        }
+        body += g->items.empty() ? "]}\n" : "\n]}\n";
+        g->answer->status = 200;
+        g->answer->body = std::move(body);
+        me.finish(*g->answer);
+      };
+      self.start_call(j, part, [q](reflector& o, const call_ptr& cp) { o.search(cp, {q}, true); });
+    }
+  });
+}
+
 // ---- feeds ----
 
 rendered_ptr reflector::render(subscription& s, feed_format f) {
@@ -884,6 +1587,8 @@ rendered_ptr reflector::render(subscription& s, feed_format f) {
     it.summary = a->summary;
     it.published = a->published;
     it.matched = words_in(s.words, {a->title, a->summary});
+    // Once per change of the list, not per poll; the cache keeps the source's HTML.
+    if (!a->summary_html.empty()) sanitize_html(a->summary_html, it.matched, it.summary_html);
     items.push_back(std::move(it));
   }
   auto out = std::make_shared<rendered>();
@@ -945,11 +1650,20 @@ struct poll_task final : rt::task {
   feed_format format = feed_format::rss;
   net::deferred_response later;  // the origin's
   std::string if_none_match;
-  rendered_ptr out;  // filled on the owner; released on the origin after sending
-  void run(rt::shard& s) override { out = reflector::of(s).feed_of(token, format); }
+  rendered_ptr out;       // filled on the owner; released on the origin after sending
+  bool starting = false;  // the owner has not caught up with the article log yet
+  void run(rt::shard& s) override {
+    reflector& owner = reflector::of(s);
+    starting = !owner.caught_up();
+    if (!starting) out = owner.feed_of(token, format);
+  }
   void done(rt::shard& s) override {
     net::http_response r;
-    reflector::of(s).fill_poll(r, out, format, if_none_match);
+    if (starting) {
+      net::set_unavailable(r, "start-up: the shard is re-matching the article log", 1, "starting");
+    } else {
+      reflector::of(s).fill_poll(r, out, format, if_none_match);
+    }
     later.complete(r);
   }
 };
@@ -962,8 +1676,8 @@ void reflector::poll(net::request_context& ctx, net::http_response& r, feed_form
     net::set_json_error(r, 404, "not_found", "no feed with this token");
     return;
   }
-  if (!s_.rt->store_streamed()) {
-    net::set_unavailable(r, "start-up streaming from the store is not finished", 1, "starting");
+  if (!caught_up_) {
+    net::set_unavailable(r, "start-up: the shard is re-matching the article log", 1, "starting");
     return;
   }
   const uint32_t owner = shard_of_partition(t.partition, s_.rt->count());
@@ -992,13 +1706,37 @@ void reflector::poll(net::request_context& ctx, net::http_response& r, feed_form
 
 void reflector::create_here(const call_ptr& c, std::vector<new_sub> subs, bool bulk) {
   c->lines.assign(subs.size(), {});
+  if (!caught_up_) {  // where its list starts must be a sequence of the replayed log
+    set_call_error(*c, 503, "starting", "start-up: the shard is re-matching the article log");
+    return;
+  }
+  if (!bulk && subs.size() == 1) {
+    // An id made from an Idempotency-Key: a retry finds what the first request made.
+    if (const subscription* had = find(subs[0].id)) {
+      const new_sub& n = subs[0];
+      if (!had->live) {
+        set_call_error(*c, 503, "unavailable",
+                       "the first request with this Idempotency-Key is not finished; retry");
+      } else if (had->account != n.account || had->query != n.query || had->k != n.k ||
+                 had->title != n.title) {
+        set_call_error(*c, 409, "idempotency_conflict",
+                       "this Idempotency-Key was used for another subscription");
+      } else {
+        c->status = 201;
+        c->replayed = true;
+        c->body = json_of(*had) + "\n";
+      }
+      return;
+    }
+  }
   if (!s_.rt->can_write()) {
     set_call_error(*c, 503, "unavailable", "the store's write ring is full; retry");
     return;
   }
   auto w = std::make_unique<fn_write>();
-  std::vector<std::string> made;  // ids installed, pending the ack
-  std::vector<size_t> where;      // their positions in subs
+  std::vector<std::string> made;                            // ids installed, pending the ack
+  std::vector<size_t> where;                                // their positions in subs
+  std::vector<std::pair<std::string, uint64_t>> backfills;  // id, last sequence before it
   const int64_t now = wall_now();
   for (size_t i = 0; i < subs.size(); ++i) {
     new_sub& n = subs[i];
@@ -1009,7 +1747,10 @@ void reflector::create_here(const call_ptr& c, std::vector<new_sub> subs, bool b
     s->title = n.title;
     s->k = n.k;
     s->partition = partition_of(n.id);
-    s->from_seq = last_seq_;  // matching starts now; a replay gives the same list
+    // Live matching starts now. With a backfill the subscription also takes its matches
+    // among the recent articles: its record says it matches from the window's first
+    // sequence, so a replay of the log gives it the same list.
+    s->from_seq = n.backfill && window_first_seq_ <= last_seq_ ? window_first_seq_ - 1 : last_seq_;
     s->created = now;
     s->changed = now;
     if (!random_bytes(s->token_bits.data(), s->token_bits.size())) {
@@ -1031,13 +1772,14 @@ void reflector::create_here(const call_ptr& c, std::vector<new_sub> subs, bool b
     w->ops.push_back({rt::kind::subscriptions, false, in->id, record_of(*in)});
     made.push_back(in->id);
     where.push_back(i);
+    if (in->from_seq < last_seq_) backfills.emplace_back(in->id, last_seq_);
   }
   if (made.empty()) {
     c->status = bulk ? 200 : 400;
     if (!bulk) c->body = c->lines.empty() ? error_json("internal", "nothing") : c->lines[0];
     return;
   }
-  w->fn = [c, made, where, bulk](rt::shard& s, fn_write& done) {
+  w->fn = [c, made, where, bulk, backfills](rt::shard& s, fn_write& done) {
     reflector& self = of(s);
     if (done.status != 0) {
       const std::string msg(store::store_errc_message(store::store_errc(done.status)));
@@ -1063,7 +1805,16 @@ void reflector::create_here(const call_ptr& c, std::vector<new_sub> subs, bool b
       }
     }
     if (bulk) c->status = 200;
-    self.reply_later(c);
+    if (backfills.empty()) {
+      self.reply_later(c);
+      return;
+    }
+    self.backfill(backfills, [c, bulk, made](reflector& me) {
+      if (!bulk) {  // the answer shows the entries the backfill found
+        if (subscription* sub = me.find(made[0])) c->body = me.json_of(*sub) + "\n";
+      }
+      me.reply_later(c);
+    });
   };
   rt::write_ptr wp = std::move(w);
   if (!s_.rt->write(wp)) {
@@ -1101,18 +1852,27 @@ void reflector::create_subscription(net::request_context& ctx, net::http_respons
   n.query = *spec.query;
   n.title = spec.title.value_or("");
   n.k = spec.k.value_or(std::clamp<uint32_t>(s_.cfg->reflector.k, 1, max_k));
-  with_account(ctx, r, [n](reflector& self, const std::string& account, const call_ptr& c) {
-    new_sub sub = n;
-    sub.account = account;
-    sub.id = self.new_id('s');
-    const uint32_t owner = self.shard_of(sub.id);
-    std::vector<new_sub> one{std::move(sub)};
-    if (!self.start_call(
-            owner, c, [one](reflector& o, const call_ptr& cp) { o.create_here(cp, one, false); })) {
-      set_call_error(*c, 503, "unavailable", fmt::format("shard {} is busy; retry", owner));
-      self.finish(*c);
-    }
-  });
+  const std::string key(ctx.request().header("idempotency-key"));
+  if (key.size() > 255) {
+    net::set_json_error(r, 400, "bad_value", "Idempotency-Key is longer than 255 bytes");
+    return;
+  }
+  with_account(
+      ctx, r,
+      [n, key](reflector& self, const std::string& account, const call_ptr& c) {
+        new_sub sub = n;
+        sub.account = account;
+        sub.id = key.empty() ? self.new_id('s') : idempotent_id(account, key);
+        const uint32_t owner = self.shard_of(sub.id);
+        std::vector<new_sub> one{std::move(sub)};
+        if (!self.start_call(owner, c, [one](reflector& o, const call_ptr& cp) {
+              o.create_here(cp, one, false);
+            })) {
+          set_call_error(*c, 503, "unavailable", fmt::format("shard {} is busy; retry", owner));
+          self.finish(*c);
+        }
+      },
+      /*reserve=*/true);
 }
 
 void reflector::list_subscriptions(net::request_context& ctx, net::http_response& r) {
@@ -1162,10 +1922,14 @@ void reflector::list_subscriptions(net::request_context& ctx, net::http_response
   });
 }
 
-enum verb : int { verb_get = 0, verb_patch = 1, verb_delete = 2 };
+enum verb : int { verb_get = 0, verb_patch = 1, verb_delete = 2, verb_rotate = 3 };
 
 void reflector::change_here(const call_ptr& c, const std::string& account, const std::string& sid,
                             int v, const sub_spec& spec) {
+  if (!caught_up_) {
+    set_call_error(*c, 503, "starting", "start-up: the shard is re-matching the article log");
+    return;
+  }
   subscription* s = find(sid);
   if (s == nullptr || !s->live) {
     set_call_error(*c, 404, "not_found", "no subscription with this id");
@@ -1209,13 +1973,23 @@ void reflector::change_here(const call_ptr& c, const std::string& account, const
     next.k = spec.k.value_or(s->k);
     next.slot = s->slot;
     next.token_bits = s->token_bits;
+    if (v == verb_rotate && !random_bytes(next.token_bits.data(), next.token_bits.size())) {
+      set_call_error(*c, 500, "internal", "no random bytes");
+      return;
+    }
     const bool new_query = next.query != s->query;
     next.generation = s->generation + (new_query ? 1 : 0);
-    next.from_seq = new_query ? last_seq_ : s->from_seq;
+    // A new query starts a new list: its matches among the recent articles (backfill),
+    // then live ones; the record says from where, so a replay gives the same list.
+    next.from_seq = !new_query                       ? s->from_seq
+                    : window_first_seq_ <= last_seq_ ? window_first_seq_ - 1
+                                                     : last_seq_;
+    const uint64_t upto = last_seq_;
     next.created = s->created;
     w->ops.push_back({rt::kind::subscriptions, false, sid, record_of(next)});
     w->fn = [c, sid, q = next.query, t = next.title, k = next.k, g = next.generation,
-             from = next.from_seq, new_query](rt::shard& sh, fn_write& done) {
+             from = next.from_seq, new_query, bits = next.token_bits,
+             upto](rt::shard& sh, fn_write& done) {
       reflector& self = of(sh);
       subscription* cur = self.find(sid);
       if (done.status != 0 || cur == nullptr) {
@@ -1241,14 +2015,22 @@ void reflector::change_here(const call_ptr& c, const std::string& account, const
       cur->k = k;
       cur->generation = g;
       cur->from_seq = from;
+      cur->token_bits = bits;  // after a rotation the old token answers 404 from now on
       const size_t before = cur->list.size();
       cur->list.trim(k);
       self.list_entries_ -= before - cur->list.size();
       cur->invalidate(wall_now());
       self.update_gauges();
       c->status = 200;
-      c->body = self.json_of(*cur) + "\n";
-      self.reply_later(c);
+      if (!new_query || from >= upto) {
+        c->body = self.json_of(*cur) + "\n";
+        self.reply_later(c);
+        return;
+      }
+      self.backfill({{sid, upto}}, [c, sid](reflector& me) {
+        if (subscription* got = me.find(sid)) c->body = me.json_of(*got) + "\n";
+        me.reply_later(c);
+      });
     };
   }
   rt::write_ptr wp = std::move(w);
@@ -1285,6 +2067,12 @@ void reflector::one_subscription(net::request_context& ctx, net::http_response& 
   const std::string sid(ctx.param("id"));
   with_account(
       ctx, r, [sid, v, spec](reflector& self, const std::string& account, const call_ptr& c) {
+        if (v == verb_delete) {  // a deleted subscription frees its place in the limit
+          c->on_answer = [account](reflector& me, call& got) {
+            if (got.status == 204) me.release_subscription(account);
+            me.answer_http(got);
+          };
+        }
         const uint32_t owner = self.shard_of(sid);
         if (!self.start_call(owner, c, [account, sid, v, spec](reflector& o, const call_ptr& cp) {
               o.change_here(cp, account, sid, v, spec);
@@ -1354,6 +2142,7 @@ void reflector::bulk(net::request_context& ctx, net::http_response& r) {
     s.query = *spec.query;
     s.title = spec.title.value_or("");
     s.k = spec.k.value_or(default_k);
+    s.backfill = spec.backfill.value_or(true);
     const uint32_t owner = shard_of(s.id);
     st->accounts.emplace(s.account, false);
     st->groups[owner].push_back(std::move(s));
@@ -1464,12 +2253,46 @@ uint32_t owner(rt::kind, std::string_view key, uint32_t shards) {
   return shard_of_partition(partition_of(key), shards);
 }
 
+// The page at / and its script and style (web/): a strict Content-Security-Policy (no
+// inline script, scripts from here only, no framing), content-derived ETags.
+void add_web_routes(net::router& routes) {
+  for (const web_file& f : web_files()) {
+    const std::string path = f.name == "index.html" ? "/" : "/" + std::string(f.name);
+    const std::string_view type = f.name.ends_with(".html") ? "text/html; charset=utf-8"
+                                  : f.name.ends_with(".js") ? "text/javascript; charset=utf-8"
+                                                            : "text/css; charset=utf-8";
+    const std::string etag = fmt::format("\"{:016x}\"", XXH3_64bits(f.body.data(), f.body.size()));
+    const std::string_view body = f.body;
+    routes.add("GET", path, [body, type, etag](net::request_context&, net::http_response& r) {
+      r.body = body;
+      r.content_type = type;
+      r.etag = etag;
+      r.cache_control = "no-cache";
+      r.extra_headers =
+          "Content-Security-Policy: default-src 'none'; script-src 'self'; style-src 'self'; "
+          "img-src 'self' https: data:; connect-src 'self'; base-uri 'none'; "
+          "form-action 'self'; frame-ancestors 'none'\r\n"
+          "X-Content-Type-Options: nosniff\r\nReferrer-Policy: no-referrer\r\n";
+    });
+  }
+}
+
 void add_routes(net::router& routes, const dataplane::config&) {
+  add_web_routes(routes);
   routes.add("POST", "/api/accounts", [](net::request_context& ctx, net::http_response& r) {
     reflector::of(ctx).create_account(ctx, r);
   });
+  routes.add("DELETE", "/api/account", [](net::request_context& ctx, net::http_response& r) {
+    reflector::of(ctx).delete_account(ctx, r);
+  });
+  routes.add("POST", "/api/account:rotate", [](net::request_context& ctx, net::http_response& r) {
+    reflector::of(ctx).rotate_secret(ctx, r);
+  });
   routes.add("POST", "/api/subscriptions", [](net::request_context& ctx, net::http_response& r) {
     reflector::of(ctx).create_subscription(ctx, r);
+  });
+  routes.add("POST", "/api/preview", [](net::request_context& ctx, net::http_response& r) {
+    reflector::of(ctx).preview(ctx, r);
   });
   routes.add("GET", "/api/subscriptions", [](net::request_context& ctx, net::http_response& r) {
     reflector::of(ctx).list_subscriptions(ctx, r);
@@ -1484,6 +2307,10 @@ void add_routes(net::router& routes, const dataplane::config&) {
   routes.add("PATCH", "/api/subscriptions/{id}",
              [](net::request_context& ctx, net::http_response& r) {
                reflector::of(ctx).one_subscription(ctx, r, verb_patch);
+             });
+  routes.add("POST", "/api/subscriptions/{id}:rotate",
+             [](net::request_context& ctx, net::http_response& r) {
+               reflector::of(ctx).one_subscription(ctx, r, verb_rotate);
              });
   routes.add("DELETE", "/api/subscriptions/{id}",
              [](net::request_context& ctx, net::http_response& r) {

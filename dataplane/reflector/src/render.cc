@@ -50,6 +50,7 @@ std::string http_date(int64_t t) {
 
 // The entry's summary as HTML: the plain text escaped, matched words marked.
 std::string summary_html(const feed_item& it) {
+  if (!it.summary_html.empty()) return it.summary_html;
   std::string h = "<p>";
   append_marked(it.summary, it.matched, h);
   h += "</p>";

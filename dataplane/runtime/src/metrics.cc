@@ -32,11 +32,11 @@ gauge& metrics_registry::add_gauge(std::string_view name, std::string_view help,
 }
 
 histogram& metrics_registry::add_histogram(std::string_view name, std::string_view help,
-                                           std::string_view labels) {
+                                           std::string_view labels, double unit) {
   if (void* p = find(name, labels)) return *static_cast<histogram*>(p);
   histogram& h = histograms_.emplace_back();
-  entries_.push_back(
-      {std::string(name), std::string(labels), std::string(help), metric_type::histogram, &h});
+  entries_.push_back({std::string(name), std::string(labels), std::string(help),
+                      metric_type::histogram, &h, unit});
   return h;
 }
 
@@ -56,6 +56,7 @@ void metrics_registry::snapshot(std::vector<metric_sample>& out) const {
         break;
       case metric_type::histogram:
         s.hist = *static_cast<const histogram*>(e.value);
+        s.unit = e.unit;
         break;
     }
     out.push_back(std::move(s));

@@ -301,6 +301,20 @@ void store::impl::stream_startup() {
       fail("start-up scan of " + std::string(rt::kind_name(kk)) + ": " + it->status().ToString());
   }
   if (opt.replay_from != 0 && !ports.empty()) {
+    // Every shard applies all its records before the first replayed article. Records and
+    // articles travel on different rings and a shard drains a bounded batch of each per
+    // turn, so a subscription streamed late would otherwise miss the articles replayed
+    // before it. A ring's head moves only after the shard ran the callbacks, and the shard
+    // sees an article only after this thread published it, after it saw the head: the
+    // records come first.
+    for (size_t i = 0; i < ports.size(); ++i) {
+      publish_port(i);
+      for (uint32_t attempt = 0; ports[i].events->occupancy() != 0; ++attempt) {
+        if (stop_requested.load(std::memory_order_relaxed)) return;
+        std::this_thread::sleep_for(std::chrono::microseconds(attempt < 64 ? 20 : 200));
+        if ((attempt & 63) == 0) wake_port(i);
+      }
+    }
     char from[8];
     put_be64(opt.replay_from, from);
     std::unique_ptr<rocksdb::Iterator> it(

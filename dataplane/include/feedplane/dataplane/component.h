@@ -47,6 +47,9 @@ class component : public runtime::shard_listener {
   virtual void stop() {}
   // Nothing the component started (fetches, timers) is still in flight.
   virtual bool quiescent() const { return true; }
+  // Start-up is over for this component on this shard: it can serve reads (/readyz). The
+  // reflector, say, once it re-matched the article log that the store replayed.
+  virtual bool ready() const { return true; }
 };
 
 // What a shard's components and HTTP handlers reach. runtime::shard::context() and every

@@ -59,13 +59,18 @@ struct net_config {
 
 struct reflector_config {
   uint32_t k = 10;
+  uint32_t backfill_window_s = 86'400;  // a new subscription is matched against this past
+  uint32_t article_cache_mb = 64;       // per shard: what feeds render, by sequence
+  uint32_t max_subscriptions = 100;     // per account (the admin bulk route has no limit)
 };
 
 struct api_config {
   // Bearer token of the admin API (sources, bulk loads). Empty: the admin API is off.
   // `--admin-token` and FEEDPLANE_ADMIN_TOKEN override it.
   std::string admin_token;
-  bool open_signup = true;  // POST /api/accounts without the admin token
+  bool open_signup = true;               // POST /api/accounts without the admin token
+  uint32_t account_requests_per_s = 20;  // per account secret, then 429 with Retry-After
+  uint32_t signups_per_hour = 20;        // per client address, then 429
 };
 
 struct config {

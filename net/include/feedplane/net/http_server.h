@@ -160,6 +160,9 @@ class request_context {
   uint32_t param_count() const { return param_count_; }
   const path_param& param_at(uint32_t i) const { return params_[i]; }
   const query_string& query() const { return query_; }
+  // The connection's socket, for getpeername() (per-address limits); only while the
+  // handler runs.
+  int connection_fd() const { return fd_; }
   // The body with body_padding readable bytes after its end. In place (no copy) when the
   // request arrived over several receives, as every body larger than a receive buffer
   // does; otherwise copied once into a per-server scratch buffer that is reused.
@@ -169,6 +172,7 @@ class request_context {
   friend class http_server;
   const http_request* req_ = nullptr;
   void* ctx_ = nullptr;
+  int fd_ = -1;                          // the connection's socket
   bool body_in_place_ = false;           // body has body_padding readable bytes after it
   std::string* body_scratch_ = nullptr;  // the server's, for bodies that must be copied
   uint32_t param_count_ = 0;

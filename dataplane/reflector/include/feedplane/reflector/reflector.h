@@ -6,18 +6,24 @@
 //
 // Routes (JSON bodies parsed with simdjson; errors {"error": CODE, "message": ...}):
 //   POST   /api/accounts                 201 {"id", "secret"} (the secret is shown once)
+//   POST   /api/account:rotate           Bearer SECRET; 200 {"id", "secret"} (old one stops)
+//   DELETE /api/account                  Bearer SECRET; 204, with every subscription
 //   POST   /api/subscriptions            Bearer SECRET; {"query", "k"?, "title"?} -> 201
+//                                        (Idempotency-Key: a retry gets the first's result)
 //   GET    /api/subscriptions            Bearer SECRET; {"subscriptions": [...]}
 //   GET    /api/subscriptions/{id}       Bearer SECRET
 //   PATCH  /api/subscriptions/{id}       Bearer SECRET; {"query"?, "k"?, "title"?}
 //   DELETE /api/subscriptions/{id}       Bearer SECRET; 204
+//   POST   /api/subscriptions/{id}:rotate  Bearer SECRET; a new feed token (old one 404)
 //   POST   /api/subscriptions:bulk       admin token; JSON Lines in and out
+//   POST   /api/preview                  Bearer SECRET; {"query", "k"?} -> recent matches
 //   GET    /f/{token}  /f/{token}.atom  /f/{token}.json   RSS 2.0, Atom 1.0, JSON Feed 1.1
 //
 // Every change is acknowledged once durable (the store's ack) and installed on the owner.
 // Lists are derived state: at start-up `feedplane serve` replays the article log and the
-// shards re-match it (store_options::replay_from); each subscription records the last
-// sequence its shard had applied when it was created, so a replay gives it the same list.
+// shards re-match it (store_options::replay_from); each subscription records the first
+// sequence it matches (its backfill's start, else the sequence its shard had applied when
+// it was made), so a replay gives it the same list.
 #pragma once
 
 #include "feedplane/dataplane/component.h"

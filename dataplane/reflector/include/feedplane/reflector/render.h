@@ -1,9 +1,8 @@
 // Served feeds: a subscription's matches as RSS 2.0, Atom 1.0 or JSON Feed 1.1, and the
 // entity tag that names their content.
 //
-// Summaries are served as plain text, escaped, with the matched words in <mark>: text
-// never carries markup a reader could run (the allowlist sanitizer of re-served HTML is
-// the next step, issue 11).
+// Summaries are served as HTML that passed the allowlist sanitizer (sanitize.h) with the
+// matched words in <mark>; without one, as escaped plain text, marked the same way.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +26,7 @@ struct feed_item {
   uint64_t seq = 0;
   std::string_view title, link, guid, source_url;
   std::string_view summary;          // plain text (markup already stripped)
+  std::string summary_html;          // sanitized HTML, matched words marked; "" = none
   int64_t published = 0;             // unix seconds
   std::vector<std::string> matched;  // folded words of the query found in the entry
 };

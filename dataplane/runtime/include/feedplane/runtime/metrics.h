@@ -58,8 +58,10 @@ class metrics_registry {
   // registry's lifetime. The same (name, labels) twice returns the same object.
   counter& add_counter(std::string_view name, std::string_view help, std::string_view labels = {});
   gauge& add_gauge(std::string_view name, std::string_view help, std::string_view labels = {});
+  // unit: what one observed count is in the metric's base unit (1e-6: microseconds
+  // observed, seconds exposed).
   histogram& add_histogram(std::string_view name, std::string_view help,
-                           std::string_view labels = {});
+                           std::string_view labels = {}, double unit = 1);
 
   // Owner thread: appends the current values.
   void snapshot(std::vector<metric_sample>& out) const;
@@ -69,6 +71,7 @@ class metrics_registry {
     std::string name, labels, help;
     metric_type type;
     void* value;
+    double unit = 1;  // histograms: see add_histogram
   };
   void* find(std::string_view name, std::string_view labels) const;
   std::deque<counter> counters_;

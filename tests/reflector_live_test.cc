@@ -1,0 +1,339 @@
+// The reflector live, as `feedplane serve` runs it but in one process the test drives:
+// real shards (io_uring loops, runtime::shard, an http_server each on one SO_REUSEPORT
+// port), the real store thread (RocksDB) and the reflector component on every shard.
+// Subscriptions are made through the admin bulk route; articles are written while the
+// shards serve, by shard 0 as a crawler would (one durable write, sequenced by the store,
+// broadcast to every shard); polls over loopback see them arrive, with new ETags, 304s,
+// an updated entry swapped in place and the newest k kept.
+#include <gtest/gtest.h>
+#include <simdjson.h>
+#include <stdlib.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "feedplane/dataplane/component.h"
+#include "feedplane/dataplane/config.h"
+#include "feedplane/net/http_server.h"
+#include "feedplane/net/loop.h"
+#include "feedplane/reflector/reflector.h"
+#include "feedplane/reflector/token.h"
+#include "feedplane/runtime/shard.h"
+#include "feedplane/store/store.h"
+#include "http_test_client.h"
+
+namespace rt = feedplane::runtime;
+namespace net = feedplane::net;
+namespace st = feedplane::store;
+namespace dp = feedplane::dataplane;
+
+namespace {
+
+struct temp_dir {
+  std::string path;
+  temp_dir() {
+    std::string t =
+        (std::filesystem::temp_directory_path() / "feedplane-reflector-live-XXXXXX").string();
+    path = mkdtemp(t.data());
+  }
+  ~temp_dir() { std::filesystem::remove_all(path); }
+};
+
+// Articles the test hands to shard 0, which writes them to the store on its own thread.
+struct inbox {
+  std::mutex mu;
+  std::vector<rt::article_ref> articles;
+  std::atomic<uint64_t> last_first_seq{0};  // first_seq of the last acknowledged write
+  std::atomic<uint32_t> acked{0};
+};
+
+struct ack : rt::store_write {
+  inbox* box = nullptr;
+  void on_durable(rt::shard&) override {
+    EXPECT_EQ(status, 0);
+    // The count's release pairs with the test's acquire load of it, after which it reads
+    // first_seq (relaxed is enough behind that edge).
+    box->last_first_seq.store(first_seq, std::memory_order_relaxed);
+    box->acked.fetch_add(1, std::memory_order_release);
+  }
+};
+
+class live_server {
+ public:
+  explicit live_server(uint32_t n) : n_(n), mesh_(n, rt::mesh_options{}) {
+    cfg_.api.admin_token = "live-admin";
+    const dp::component_def& def = feedplane::reflector::component();
+    st::store_options so;
+    so.dir = dir_.path;
+    so.replay_from = 1;
+    std::string err;
+    db_ = st::store::open(
+        so, st::ports_from_mesh(mesh_),
+        [&def, n](rt::kind k, std::string_view key) { return def.owner(k, key, n) % n; }, &err);
+    EXPECT_TRUE(db_) << err;
+    mesh_.set_store_notify([](void* d) { static_cast<st::store*>(d)->notify(); }, db_.get());
+    def.add_routes(routes_, cfg_);
+    std::string listen = "127.0.0.1:0";
+    for (uint32_t i = 0; i < n; ++i) {
+      fds_.push_back(net::listen_tcp(listen, true, &err));
+      EXPECT_GE(fds_.back(), 0) << err;
+      if (i == 0) {
+        port_ = net::bound_port(fds_[0]);
+        listen = "127.0.0.1:" + std::to_string(port_);
+      }
+    }
+    for (uint32_t i = 0; i < n; ++i) threads_.emplace_back([this, i] { run(i); });
+    while (registered_.load() < n) std::this_thread::yield();
+    db_->start();
+    go_.store(true);
+  }
+
+  ~live_server() {
+    stop_.store(true);
+    wake_all();
+    while (drained_.load() < n_) {
+      wake_all();
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    db_->stop();
+    release_.store(true);
+    for (auto& t : threads_) t.join();
+  }
+
+  int port() const { return port_; }
+  inbox& box() { return box_; }
+  // Hands articles to shard 0 and waits for their durable write; returns the first seq.
+  uint64_t write(std::vector<rt::article_ref> as) {
+    const uint32_t before = box_.acked.load(std::memory_order_acquire);
+    {
+      std::lock_guard<std::mutex> g(box_.mu);
+      for (auto& a : as) box_.articles.push_back(std::move(a));
+    }
+    for (int i = 0; i < 20000 && box_.acked.load(std::memory_order_acquire) == before; ++i) {
+      wake_all();
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    EXPECT_NE(box_.acked.load(std::memory_order_acquire), before) << "the write never came back";
+    return box_.last_first_seq.load(std::memory_order_relaxed);
+  }
+
+ private:
+  void wake_all() {
+    for (uint32_t i = 0; i < n_; ++i) {
+      if (net::loop* l = mesh_.loop(i)) l->wake_from_any_thread();
+    }
+  }
+
+  void run(uint32_t i) {
+    net::loop_options lo;
+    lo.ring_entries = 256;
+    lo.buffer_count = 64;
+    lo.buffer_size = 4096;
+    std::string err;
+    auto l = net::loop::create(lo, &err);
+    if (!l) {
+      ADD_FAILURE() << err;
+      registered_.fetch_add(1);
+      drained_.fetch_add(1);
+      return;
+    }
+    {
+      rt::shard s(mesh_, i, *l);
+      dp::shard_services ctx;
+      ctx.rt = &s;
+      ctx.db = db_.get();
+      ctx.cfg = &cfg_;
+      ctx.requests_deferred = &s.metrics().add_counter("deferred", "deferred requests");
+      net::http_server srv(*l, routes_, dp::server_options_from(cfg_.server), &ctx);
+      ctx.srv = &srv;
+      s.set_context(&ctx);
+      std::unique_ptr<dp::component> part = feedplane::reflector::component().create(ctx);
+      ctx.parts[size_t(dp::component_id::reflector)] = part.get();
+      s.set_listener(part.get());
+      EXPECT_TRUE(srv.start(fds_[i]));
+      registered_.fetch_add(1);
+      while (!go_.load()) std::this_thread::yield();
+      while (!stop_.load()) {
+        l->run_once(true);
+        if (i != 0) continue;
+        std::vector<rt::article_ref> mine;
+        {
+          std::lock_guard<std::mutex> g(box_.mu);
+          mine.swap(box_.articles);
+        }
+        if (mine.empty()) continue;
+        auto w = std::make_unique<ack>();
+        w->box = &box_;
+        w->articles = std::move(mine);
+        rt::write_ptr wp = std::move(w);
+        EXPECT_TRUE(s.write(wp));
+        s.turn();  // publish the write now (the loop would at the end of its next turn)
+      }
+      part->stop();
+      srv.shutdown();
+      for (int k = 0; k < 100 && (srv.stats().open > 0 || !part->quiescent()); ++k)
+        l->run_once(false);
+      s.set_listener(nullptr);
+      part.reset();
+    }
+    drained_.fetch_add(1);
+    // The loop outlives the store thread, which may still wake it.
+    while (!release_.load()) std::this_thread::yield();
+    close(fds_[i]);
+  }
+
+  temp_dir dir_;
+  uint32_t n_;
+  rt::mesh mesh_;
+  dp::config cfg_;
+  std::unique_ptr<st::store> db_;
+  net::router routes_;
+  std::vector<int> fds_;
+  int port_ = 0;
+  inbox box_;
+  std::vector<std::thread> threads_;
+  // Start-up and shutdown handshakes between the test and the shard threads: seq_cst
+  // (the default), a few operations per test, nothing to gain from weaker orders.
+  std::atomic<uint32_t> registered_{0}, drained_{0};
+  std::atomic<bool> go_{false}, stop_{false}, release_{false};
+};
+
+http_test::response request(int port, const std::string& method, const std::string& path,
+                            const std::string& body = {}, const std::string& extra = {}) {
+  std::string req = method + " " + path + " HTTP/1.1\r\nHost: t\r\nConnection: close\r\n" + extra;
+  if (!body.empty()) req += "Content-Length: " + std::to_string(body.size()) + "\r\n";
+  req += "\r\n" + body;
+  return http_test::one_shot(port, req);
+}
+
+rt::article_ref article(const std::string& title, const std::string& guid, uint64_t replaces) {
+  rt::article_builder b;
+  b.title = title;
+  b.guid = guid;
+  b.link = "https://live.example/" + guid;
+  b.summary = "<p>" + title + "</p>";
+  b.source_url = "https://live.example/feed";
+  b.meta.published = 1'700'000'000;
+  b.meta.replaces = replaces;
+  return b.freeze();
+}
+
+struct feed_state {
+  int status = 0;
+  std::string etag;
+  std::vector<std::string> titles;
+  std::vector<uint64_t> seqs;
+};
+
+feed_state poll(int port, const std::string& feed) {
+  auto r = request(port, "GET", feed + ".json");
+  feed_state f;
+  f.status = r.status;
+  f.etag = r.headers["etag"];
+  if (r.status != 200) return f;
+  simdjson::dom::parser p;
+  simdjson::dom::element doc;
+  EXPECT_EQ(p.parse(r.body).get(doc), simdjson::SUCCESS) << r.body;
+  for (simdjson::dom::element it : doc["items"].get_array()) {
+    f.titles.emplace_back(std::string_view(it["title"]));
+    f.seqs.push_back(uint64_t(it["_feedplane"]["seq"]));
+  }
+  return f;
+}
+
+// Polls until the feed holds `n` items, the newest titled `first` and the second `second`
+// when given (shards apply the broadcast at their own pace).
+feed_state poll_until(int port, const std::string& feed, size_t n, const std::string& first,
+                      const std::string& second = {}) {
+  feed_state f;
+  for (int i = 0; i < 5000; ++i) {
+    f = poll(port, feed);
+    if (f.status == 200 && f.titles.size() == n && (first.empty() || f.titles[0] == first) &&
+        (second.empty() || (n > 1 && f.titles[1] == second)))
+      return f;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  ADD_FAILURE() << "the feed never reached " << n << " items; it has " << f.titles.size();
+  return f;
+}
+
+TEST(reflector_live, articles_written_while_serving_reach_the_feeds) {
+  live_server srv(3);
+  const int port = srv.port();
+  // Ready once every shard re-matched the (empty) log: a poll of no feed in a partition
+  // of each shard answers 404, not 503 starting.
+  for (uint32_t p = 0; p < 3; ++p) {
+    feedplane::reflector::feed_token t;
+    t.partition = p;
+    t.slot = 12345;
+    int status = 0;
+    for (int i = 0; i < 5000 && status != 404; ++i) {
+      status = request(port, "GET", "/f/" + feedplane::reflector::encode_token(t)).status;
+      if (status != 404) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    ASSERT_EQ(status, 404) << "shard " << p << " never became ready";
+  }
+  http_test::response r;
+  const std::string bulk =
+      "{\"account\": \"live\", \"query\": \"rust tokio\", \"k\": 3, \"backfill\": false}\n"
+      "{\"account\": \"live\", \"query\": \"linux -windows\", \"backfill\": false}\n";
+  for (int i = 0; i < 5000; ++i) {
+    r = request(port, "POST", "/api/subscriptions:bulk", bulk,
+                "Authorization: Bearer live-admin\r\n");
+    if (r.status != 503) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  ASSERT_EQ(r.status, 200) << r.body;
+  std::vector<std::string> feeds;
+  for (size_t at = 0; (at = r.body.find("\"feed\": \"", at)) != std::string::npos;) {
+    at += 9;
+    feeds.push_back(r.body.substr(at, r.body.find('"', at) - at));
+  }
+  ASSERT_EQ(feeds.size(), 2u) << r.body;
+  const std::string rust = feeds[0], linux_feed = feeds[1];
+
+  feed_state empty = poll(port, rust);
+  ASSERT_EQ(empty.status, 200);
+  EXPECT_TRUE(empty.titles.empty());
+
+  const uint64_t s1 =
+      srv.write({article("Rust and Tokio one", "r1", 0), article("Linux kernel", "l1", 0),
+                 article("Linux and Windows", "l2", 0)});
+  feed_state f = poll_until(port, rust, 1, "Rust and Tokio one");
+  EXPECT_EQ(f.seqs, std::vector<uint64_t>{s1});
+  EXPECT_NE(f.etag, empty.etag) << "new content, new tag";
+  feed_state l = poll_until(port, linux_feed, 1, "Linux kernel");
+  EXPECT_EQ(l.seqs, std::vector<uint64_t>{s1 + 1}) << "-windows kept the third out";
+
+  // Revalidation: the current tag is 304 (on whichever shard the connection lands), the
+  // old one gets the new content.
+  for (int i = 0; i < 6; ++i) {
+    EXPECT_EQ(request(port, "GET", rust + ".json", {}, "If-None-Match: " + f.etag + "\r\n").status,
+              304);
+    EXPECT_EQ(
+        request(port, "GET", rust + ".json", {}, "If-None-Match: " + empty.etag + "\r\n").status,
+        200);
+  }
+
+  // More matches than k = 3: the newest three, newest first; an update of the first entry
+  // (which left the list) comes back as new, an update of a listed one swaps in place.
+  const uint64_t s2 =
+      srv.write({article("Rust and Tokio two", "r2", 0), article("Rust and Tokio three", "r3", 0),
+                 article("Rust and Tokio four", "r4", 0)});
+  f = poll_until(port, rust, 3, "Rust and Tokio four");
+  EXPECT_EQ(f.seqs, (std::vector<uint64_t>{s2 + 2, s2 + 1, s2}));
+  const uint64_t s3 = srv.write({article("Rust and Tokio three, updated", "r3", s2 + 1)});
+  f = poll_until(port, rust, 3, "Rust and Tokio four", "Rust and Tokio three, updated");
+  EXPECT_EQ(f.titles,
+            (std::vector<std::string>{"Rust and Tokio four", "Rust and Tokio three, updated",
+                                      "Rust and Tokio two"}));
+  EXPECT_EQ(f.seqs, (std::vector<uint64_t>{s2 + 2, s3, s2}));
+}
+
+}  // namespace

@@ -1,0 +1,242 @@
+// The reflector's pure parts: feed tokens and placement, last-k lists with updated entries,
+// entity tags, and the rendered documents (well-formed XML and JSON whatever the text,
+// hostile text escaped, matched words marked).
+#include <gtest/gtest.h>
+#include <simdjson.h>
+
+#include <pugixml.hpp>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "feedplane/matcher/query.h"
+#include "feedplane/reflector/last_k.h"
+#include "feedplane/reflector/render.h"
+#include "feedplane/reflector/token.h"
+
+namespace rf = feedplane::reflector;
+
+namespace {
+
+TEST(reflector_token, round_trips_and_is_url_safe) {
+  std::mt19937_64 rng(7);
+  std::set<std::string> seen;
+  for (int i = 0; i < 2000; ++i) {
+    rf::feed_token t;
+    t.partition = uint32_t(rng() % rf::partitions);
+    t.slot = i % 3 == 0 ? uint32_t(rng()) : uint32_t(rng() % 1000);
+    for (auto& b : t.random_bits) b = uint8_t(rng());
+    const std::string s = rf::encode_token(t);
+    ASSERT_EQ(s.size(), rf::token_text_size);
+    for (char c : s) {
+      EXPECT_TRUE(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_') << s;
+    }
+    rf::feed_token back;
+    ASSERT_TRUE(rf::decode_token(s, &back)) << s;
+    EXPECT_EQ(back, t);
+    seen.insert(s);
+  }
+  EXPECT_EQ(seen.size(), 2000u);
+}
+
+TEST(reflector_token, refuses_what_it_did_not_make) {
+  rf::feed_token t;
+  t.partition = 5;
+  t.slot = 9;
+  t.random_bits.fill(0xAB);
+  const std::string good = rf::encode_token(t);
+  rf::feed_token out;
+  EXPECT_FALSE(rf::decode_token("", &out));
+  EXPECT_FALSE(rf::decode_token(good.substr(1), &out));
+  EXPECT_FALSE(rf::decode_token(good + "A", &out));
+  std::string bad = good;
+  bad[3] = '+';  // standard base64, not URL-safe
+  EXPECT_FALSE(rf::decode_token(bad, &out));
+  bad = good;
+  bad[3] = '.';
+  EXPECT_FALSE(rf::decode_token(bad, &out));
+  // The last character carries 2 bits of data and 4 zero bits: any other is another text
+  // for the same bytes, refused so that one token has one spelling.
+  bad = good;
+  bad.back() = 'B';  // low bits 0001
+  EXPECT_FALSE(rf::decode_token(bad, &out)) << bad;
+  // A partition beyond the fixed number.
+  t.partition = rf::partitions;
+  EXPECT_FALSE(rf::decode_token(rf::encode_token(t), &out));
+}
+
+TEST(reflector_token, partitions_are_fixed_and_spread) {
+  // The partition of an id must never change (tokens and placement depend on it).
+  EXPECT_EQ(rf::partition_of("s_abc"), rf::partition_of("s_abc"));
+  std::vector<int> count(rf::partitions, 0);
+  for (int i = 0; i < 100000; ++i) ++count[rf::partition_of("s_" + std::to_string(i))];
+  for (uint32_t p = 0; p < rf::partitions; ++p) {
+    EXPECT_GT(count[p], 40) << p;  // mean 97.7
+    EXPECT_LT(count[p], 170) << p;
+  }
+  EXPECT_EQ(rf::shard_of_partition(1023, 4), 3u);
+  EXPECT_EQ(rf::shard_of_partition(1023, 1), 0u);
+}
+
+TEST(reflector_token, base64url_and_hex) {
+  const uint8_t b[] = {0xfb, 0xff, 0x00, 0x10};
+  EXPECT_EQ(rf::base64url(b, 0), "");
+  EXPECT_EQ(rf::base64url(b, 1), "-w");
+  EXPECT_EQ(rf::base64url(b, 2), "-_8");
+  EXPECT_EQ(rf::base64url(b, 3), "-_8A");
+  EXPECT_EQ(rf::base64url(b, 4), "-_8AEA");
+  EXPECT_EQ(rf::hex(b, 4), "fbff0010");
+  uint8_t r1[32] = {}, r2[32] = {};
+  ASSERT_TRUE(rf::random_bytes(r1, sizeof(r1)));
+  ASSERT_TRUE(rf::random_bytes(r2, sizeof(r2)));
+  EXPECT_NE(rf::hex(r1, 32), rf::hex(r2, 32));
+}
+
+std::vector<uint64_t> items(const rf::last_k& l) { return {l.items().begin(), l.items().end()}; }
+
+TEST(reflector_last_k, keeps_the_newest_k) {
+  rf::last_k l;
+  for (uint64_t s = 1; s <= 5; ++s) EXPECT_TRUE(l.insert(s, 0, 3));
+  EXPECT_EQ(items(l), (std::vector<uint64_t>{3, 4, 5}));
+  EXPECT_FALSE(l.insert(5, 0, 3)) << "a replayed match changes nothing";
+  EXPECT_FALSE(l.insert(4, 0, 3));
+  EXPECT_EQ(items(l), (std::vector<uint64_t>{3, 4, 5}));
+  EXPECT_TRUE(l.trim(1));
+  EXPECT_EQ(items(l), (std::vector<uint64_t>{5}));
+  EXPECT_FALSE(l.trim(1));
+}
+
+TEST(reflector_last_k, an_update_swaps_in_place) {
+  rf::last_k l;
+  l.insert(10, 0, 4);
+  l.insert(11, 0, 4);
+  l.insert(12, 0, 4);
+  EXPECT_TRUE(l.insert(20, 11, 4));  // 20 is the new version of 11
+  EXPECT_EQ(items(l), (std::vector<uint64_t>{10, 20, 12}));
+  EXPECT_FALSE(l.insert(20, 11, 4)) << "replayed: already there";
+  // An update of an entry that already left the list is a new entry.
+  EXPECT_TRUE(l.insert(21, 3, 4));
+  EXPECT_EQ(items(l), (std::vector<uint64_t>{10, 20, 12, 21}));
+  // The list never holds one entry twice whatever the order of updates.
+  EXPECT_TRUE(l.insert(22, 20, 4));
+  EXPECT_TRUE(l.insert(23, 22, 4));
+  EXPECT_EQ(items(l), (std::vector<uint64_t>{10, 23, 12, 21}));
+}
+
+TEST(reflector_etag, is_stable_and_names_every_input) {
+  const std::vector<uint64_t> a = {1, 2, 3};
+  const std::string base = rf::feed_etag(a, 1, "t", 10, rf::feed_format::rss);
+  EXPECT_EQ(base, rf::feed_etag(a, 1, "t", 10, rf::feed_format::rss));
+  EXPECT_EQ(base.front(), '"');
+  EXPECT_EQ(base.back(), '"');
+  std::set<std::string> tags = {base};
+  tags.insert(rf::feed_etag(std::vector<uint64_t>{1, 2, 4}, 1, "t", 10, rf::feed_format::rss));
+  tags.insert(rf::feed_etag(std::vector<uint64_t>{2, 1, 3}, 1, "t", 10, rf::feed_format::rss));
+  tags.insert(rf::feed_etag(std::vector<uint64_t>{1, 2}, 1, "t", 10, rf::feed_format::rss));
+  tags.insert(rf::feed_etag(a, 2, "t", 10, rf::feed_format::rss));
+  tags.insert(rf::feed_etag(a, 1, "u", 10, rf::feed_format::rss));
+  tags.insert(rf::feed_etag(a, 1, "t", 11, rf::feed_format::rss));
+  tags.insert(rf::feed_etag(a, 1, "t", 10, rf::feed_format::atom));
+  tags.insert(rf::feed_etag(a, 1, "t", 10, rf::feed_format::json));
+  EXPECT_EQ(tags.size(), 9u);
+}
+
+TEST(reflector_render, escapes_markup_and_marks_words) {
+  std::string out;
+  rf::append_escaped("<script>alert('x')</script> & \"q\"", out);
+  EXPECT_EQ(out, "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;q&quot;");
+  out.clear();
+  rf::append_escaped(std::string("a\x01"
+                                 "b\xff"
+                                 "c\xEF\xBF\xBF"
+                                 "d",
+                                 9),
+                     out);
+  EXPECT_EQ(out,
+            "ab\xEF\xBF\xBD"
+            "cd")
+      << "control characters and U+FFFF dropped, bad UTF-8 replaced";
+  out.clear();
+  rf::append_marked("Rust 1.0 and <b>Tokio</b>, rusty", {"rust", "tokio"}, out);
+  EXPECT_EQ(out, "<mark>Rust</mark> 1.0 and &lt;b&gt;<mark>Tokio</mark>&lt;/b&gt;, rusty");
+  out.clear();
+  rf::append_marked("STRASSE straße", {"strasse"}, out);
+  EXPECT_EQ(out, "<mark>STRASSE</mark> <mark>straße</mark>");
+}
+
+TEST(reflector_render, positive_words_skip_negations) {
+  feedplane::matcher::query_parser p;
+  feedplane::matcher::parsed_query q;
+  ASSERT_TRUE(p.parse("rust (tokio OR \"async std\") -java NOT kotlin title:ferris", q).ok());
+  EXPECT_EQ(rf::positive_words(q.tree),
+            (std::vector<std::string>{"rust", "tokio", "async", "std", "ferris"}));
+  EXPECT_EQ(rf::words_in({"rust", "tokio", "java"}, {"Tokio rocks", "RUST"}),
+            (std::vector<std::string>{"rust", "tokio"}));
+}
+
+// Hostile text in every field, rendered in each format: the documents stay well-formed,
+// the text comes back as text, and nothing becomes markup.
+TEST(reflector_render, documents_are_well_formed_whatever_the_text) {
+  const std::string evil = "<script>alert(1)</script>]]><![CDATA[ & &amp; \"'\x01\xff";
+  rf::feed_item it;
+  it.seq = 42;
+  it.title = evil;
+  it.link = "https://example.com/a?x=1&y=<2>";
+  it.guid = "tag:example.com,2026:1";
+  it.source_url = "https://example.com/feed.xml";
+  const std::string summary = evil + " rust";
+  it.summary = summary;
+  it.published = 1700000000;
+  it.matched = {"rust"};
+  rf::feed_item plain;
+  plain.seq = 41;
+  plain.title = "plain";
+  plain.guid = "1234";  // not an IRI: Atom uses the link or a URN instead
+  std::vector<rf::feed_item> items = {it, plain};
+  rf::feed_info info;
+  info.title = evil;
+  info.id = "s_x";
+  info.self_path = "/f/TOKEN";
+  info.query = "rust";
+  info.updated = 1700000001;
+  for (auto f : {rf::feed_format::rss, rf::feed_format::atom}) {
+    std::string doc;
+    rf::render_feed(f, info, items, doc);
+    pugi::xml_document x;
+    const auto res = x.load_buffer(doc.data(), doc.size());
+    ASSERT_TRUE(res) << res.description() << "\n" << doc;
+    EXPECT_EQ(doc.find("<script"), std::string::npos) << doc;
+    if (f == rf::feed_format::rss) {
+      auto item = x.child("rss").child("channel").child("item");
+      EXPECT_EQ(std::string(item.child_value("guid")), "tag:example.com,2026:1");
+      EXPECT_EQ(std::string(item.child_value("link")), "https://example.com/a?x=1&y=<2>");
+      const std::string desc = item.child_value("description");
+      EXPECT_NE(desc.find("&lt;script&gt;"), std::string::npos) << desc;
+      EXPECT_NE(desc.find("<mark>rust</mark>"), std::string::npos) << desc;
+    } else {
+      auto feed = x.child("feed");
+      auto e = feed.child("entry");
+      EXPECT_EQ(std::string(e.child_value("id")), "tag:example.com,2026:1");
+      EXPECT_EQ(std::string(e.next_sibling("entry").child_value("id")), "urn:feedplane:article:41");
+    }
+  }
+  std::string doc;
+  rf::render_feed(rf::feed_format::json, info, items, doc);
+  simdjson::dom::parser p;
+  simdjson::dom::element root;
+  ASSERT_EQ(p.parse(doc).get(root), simdjson::SUCCESS) << doc;
+  EXPECT_EQ(std::string_view(root["version"]), "https://jsonfeed.org/version/1.1");
+  simdjson::dom::array arr = root["items"];
+  ASSERT_EQ(arr.size(), 2u);
+  simdjson::dom::element first = arr.at(0);
+  EXPECT_EQ(std::string_view(first["id"]), "tag:example.com,2026:1");
+  EXPECT_EQ(std::string_view(first["url"]), "https://example.com/a?x=1&y=<2>");
+  EXPECT_EQ(int64_t(first["_feedplane"]["seq"]), 42);
+  EXPECT_EQ(std::string_view(first["_feedplane"]["source"]), "https://example.com/feed.xml");
+  EXPECT_EQ(std::string_view(first["_feedplane"]["matched"].at(0)), "rust");
+  EXPECT_EQ(std::string_view(first["date_published"]), "2023-11-14T22:13:20Z");
+  EXPECT_EQ(std::string_view(arr.at(1)["id"]), "1234") << "the original guid, as given";
+}
+
+}  // namespace
