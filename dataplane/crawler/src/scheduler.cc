@@ -77,13 +77,13 @@ bool posting_history::enough(int64_t now_s, const history_params& p) const {
 
 void posting_history::weekly_profile(int64_t now_s, const history_params& p,
                                      std::span<double, k_week_hours> out) const {
-  // Hours smoothed with their neighbours (1/4, 1/2, 1/4, around the clock), then both
+  // Hours smoothed with their neighbours (history_params::smoothing), then both
   // histograms shrunk towards flat by the prior's pseudo-postings.
   double hs[24], ds[7];
   double hsum = 0, dsum = 0;
   for (int i = 0; i < 24; ++i) {
-    hs[i] =
-        0.25 * hour_[(i + 23) % 24] + 0.5 * hour_[i] + 0.25 * hour_[(i + 1) % 24] + p.prior / 24;
+    hs[i] = p.smoothing / 2 * (hour_[(i + 23) % 24] + hour_[(i + 1) % 24]) +
+            (1 - p.smoothing) * hour_[i] + p.prior / 24;
     hsum += hs[i];
   }
   for (int d = 0; d < 7; ++d) {

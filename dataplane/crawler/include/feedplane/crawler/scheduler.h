@@ -31,7 +31,8 @@ int64_t posting_time(bool has_published, int64_t published_s, int64_t previous_f
 
 struct history_params {
   double half_life_s = 28.0 * 86'400;  // older postings count half as much per half-life
-  double prior = 2.0;  // pseudo-postings spread evenly over each histogram (shrinks noise)
+  double prior = 8.0;      // pseudo-postings spread evenly over each histogram (shrinks noise)
+  double smoothing = 0.5;  // share of an hour's postings spread to its two neighbours
   int64_t min_span_s = 14 * 86'400;  // history enough once watched this long...
   double min_postings = 16;          // ...or once this many postings were seen
 };
