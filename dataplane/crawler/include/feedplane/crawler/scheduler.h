@@ -105,9 +105,13 @@ double expected_delay(std::span<const double> cell_rate, double period,
 // Where a feed's fetches go: times within a period of `weeks` weeks, repeated. Planned over
 // several weeks when the feed gets fewer than 4 fetches a week, so rounding to whole fetches
 // per period costs little.
+// Above two fetches an hour on average the fetches follow the square-root density instead
+// (no list of thousands of times): each is one step of sqrt(rate) mass after the last.
 struct fetch_plan {
   int64_t period_s = k_week_s;
   std::vector<double> offsets;  // seconds from a period start (a multiple of period_s)
+  std::vector<double> profile;  // density mode: the weekly profile (hourly cells)
+  int64_t per_period = 0;       // density mode: fetches per period
 };
 
 // The plan for a feed fetched per_week times a week on h's weekly profile (p's prior).
