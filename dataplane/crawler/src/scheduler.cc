@@ -61,7 +61,8 @@ double posting_history::rate(int64_t now_s, const history_params& p) const {
   if (since_s_ == 0) return 0;
   now_s = std::max(now_s, updated_s_);
   const double count = count_ * decay(double(now_s - updated_s_), p);
-  const double span = std::max<double>(1, double(now_s - since_s_));
+  // A window shorter than a day counts as a day: one posting just seen is not 1/s.
+  const double span = std::max<double>(86'400, double(now_s - since_s_));
   // The window's decayed length: integral over [since, now] of 2^(-(now - t) / half-life).
   const double exposure = p.half_life_s / std::numbers::ln2 * (1 - decay(span, p));
   return count / exposure;
