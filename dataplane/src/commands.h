@@ -12,6 +12,7 @@ void add_fetch_command(CLI::App& app, int* rc);
 void add_match_command(CLI::App& app, int* rc);
 void add_parse_command(CLI::App& app, int* rc);
 void add_serve_command(CLI::App& app, int* rc);
+void add_simulate_command(CLI::App& app, int* rc);
 // A subcommand that runs a tool binary beside this one with the remaining arguments
 // (`feedplane load ...` runs feedplane-load ...).
 void add_tool_command(CLI::App& app, int* rc, const char* name, const char* binary,

@@ -191,6 +191,13 @@ const std::vector<option>& options() {
                   "seen, not delivered"),
       uint_option("crawler.max_in_flight", &config::crawler, &K::max_in_flight, 1, 1'000'000,
                   "fetches in flight per shard"),
+      uint_option("crawler.fetch_budget_per_hour", &config::crawler, &K::fetch_budget_per_hour, 0,
+                  u32,
+                  "fetches per hour shared by the feeds with enough posting history, in "
+                  "proportion to sqrt(weight x posting rate) (Sia and Cho); 0 = no budget: "
+                  "every feed on the adaptive interval"),
+      uint_option("crawler.budget_max_interval_s", &config::crawler, &K::budget_max_interval_s, 1,
+                  u32, "longest interval the budget's allocation gives a nearly silent feed"),
       uint_option("crawler.per_domain_connections", &config::crawler, &K::per_domain_connections, 1,
                   1024, "fetches in flight at once per registrable domain (or shared platform)"),
       uint_option("crawler.per_domain_rate", &config::crawler, &K::per_domain_rate, 0, 100'000,

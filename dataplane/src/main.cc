@@ -18,6 +18,7 @@ int run(int argc, char** argv) {
   feedplane::dataplane::add_match_command(app, &rc);
   feedplane::dataplane::add_parse_command(app, &rc);
   feedplane::dataplane::add_serve_command(app, &rc);
+  feedplane::dataplane::add_simulate_command(app, &rc);
   feedplane::dataplane::add_tool_command(
       app, &rc, "farm", "feedplane-farm",
       "the load harness's synthetic feed farm (feedplane farm --help)");

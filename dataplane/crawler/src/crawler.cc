@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <ctime>
 #include <deque>
 #include <functional>
@@ -21,6 +22,7 @@
 #include "feedplane/crawler/opml.h"
 #include "feedplane/crawler/placement.h"
 #include "feedplane/crawler/schedule.h"
+#include "feedplane/crawler/scheduler.h"
 #include "feedplane/dataplane/auth.h"
 #include "feedplane/dataplane/config.h"
 #include "feedplane/feed/dedup.h"
@@ -64,6 +66,7 @@ enum class reason : uint8_t {
   retry_after,
   publisher_hint,
   gone,
+  allocation,
 };
 constexpr const char* k_reason_text[] = {
     "new source: fetched at once",
@@ -76,6 +79,8 @@ constexpr const char* k_reason_text[] = {
     "the server asked to retry after (429/503 Retry-After)",
     "the response is fresh until then (Cache-Control max-age / Expires)",
     "disabled: the feed answered 410 Gone",
+    "fetch budget (Sia and Cho: the feed's share for sqrt(weight x posting rate), placed "
+    "where its weekly profile says postings pile up)",
 };
 
 int64_t wall_ms() {
@@ -95,6 +100,7 @@ struct source {
   bool fetched = false;  // it has a crawl record: not its first fetch
   bool slot = false;     // a start slot under its domain's rate cap is reserved for it
   bool moved = false;    // url changed (a permanent redirect adopted): rewrite its record
+  float weight = 1;      // the allocation's weight (1 + subscriptions matched: not fed yet)
 };
 
 // Politeness state of one politeness key (the id's high 32 bits), on its owner shard.
@@ -162,6 +168,14 @@ struct change_write : rt::store_write {
 struct crawl_write : rt::store_write {
   uint64_t source_id = 0;
   void on_durable(rt::shard& s) override;
+};
+
+// A shard's sum of sqrt(weight x rate) over its feeds with history, to every peer: each
+// shard's share of the fetch budget is its share of the sum (DESIGN.md 9).
+struct share_task : rt::task {
+  double sum = 0;
+  void run(rt::shard& target) override;
+  void done(rt::shard&) override {}
 };
 
 // Origin-side state of a scatter-gather read (list, export).
@@ -266,6 +280,10 @@ class crawler final : public dataplane::component {
   void status_on_owner(status_task& t) const;
   // ---- fetching ----
   void crawl_durable(crawl_write& w);
+  // ---- the budget ----
+  void peer_share(uint32_t from, double sum) {
+    if (from < peer_sums_.size()) peer_sums_[from] = sum;
+  }
 
  private:
   void finish_change(uint64_t request, pending_change& p);
@@ -279,13 +297,28 @@ class crawler final : public dataplane::component {
     static_cast<crawler*>(self)->fetched(fetch_id, r);
   }
   void fetched(uint64_t fetch_id, net::fetch_result& r);
+  // Recomputes this shard's allocation constant from its feeds' learnt rates and its share
+  // of the budget, and tells the peers its sum. Once a minute: O(feeds).
+  void rebalance(int64_t now);
+  bool budgeted(const source& s, int64_t now_s) const {
+    return cfg_.fetch_budget_per_hour != 0 && s.rec.history.enough(now_s, hist_params_);
+  }
+  double demand(const source& s, int64_t now_s) const {
+    return std::sqrt(double(s.weight) * s.rec.history.rate(now_s, hist_params_));
+  }
+  // Fetches per second the allocation gives s (budgeted(s) holds).
+  double allocated_rate(const source& s, int64_t now_s) const {
+    return std::clamp(alloc_k_ * demand(s, now_s), 1.0 / cfg_.budget_max_interval_s,
+                      1.0 / std::max<uint32_t>(1, bounds_.floor_s));
+  }
+
   void fail(source& s, std::string_view error_name, int64_t now, int64_t not_before_ms = 0);
   void release_domain(uint64_t sid);
   // Schedules the next fetch after a success: the interval, bounded by the response's
   // freshness (never later than the ceiling).
   void schedule_after_success(source& s, const net::fetch_result& r, int64_t now);
   void note_redirects(source& s, const net::fetch_result& r);
-  void ingest(source& s, net::fetch_result& r, int64_t now);
+  void ingest(source& s, net::fetch_result& r, int64_t now, int64_t previous_fetch_ms);
   void commit(source& s, std::vector<rt::article_ref> articles);
   void count(outcome o) { fetches_[size_t(o)]->add(); }
   void send_reply(uint32_t to, uint64_t request, uint32_t added, int32_t status);
@@ -302,6 +335,11 @@ class crawler final : public dataplane::component {
   shard_services& s_;
   const dataplane::crawler_config& cfg_;
   interval_bounds bounds_;
+  history_params hist_params_;
+  double alloc_k_ = 0;  // fetches per second per unit of sqrt(weight x rate)
+  int64_t next_rebalance_ms_ = 0;
+  std::vector<double> peer_sums_;  // each shard's last reported sum (own slot: ours)
+  std::vector<double> demands_;    // rebalance() scratch
   bool stopping_ = false;
   bool streamed_ = false;
 
@@ -330,6 +368,7 @@ class crawler final : public dataplane::component {
   std::vector<feed::verdict> verdicts_;
   std::vector<feed::entry_key> keys_;
   std::vector<size_t> picks_;
+  std::vector<int64_t> postings_;
   rt::article_builder builder_;
   std::string value_;
   simdjson::ondemand::parser json_;
@@ -357,6 +396,7 @@ void change_write::on_durable(rt::shard& s) { crawler::of(s).change_durable(*thi
 void crawl_write::on_durable(rt::shard& s) { crawler::of(s).crawl_durable(*this); }
 void list_task::run(rt::shard& target) { crawler::of(target).list_on_owner(*this); }
 void status_task::run(rt::shard& target) { crawler::of(target).status_on_owner(*this); }
+void share_task::run(rt::shard& target) { crawler::of(target).peer_share(from, sum); }
 
 void append_summary_json(const source_summary& s, std::string& out) {
   out += "{\"id\": \"";
@@ -630,8 +670,21 @@ void crawler::status_on_owner(status_task& t) const {
   b += fmt::format("\"next_fetch\": {{\"time_ms\": {}, \"reason\": ", c.next_fetch_ms);
   base::append_json_string(
       k_reason_text[std::min<size_t>(c.next_reason, std::size(k_reason_text) - 1)], b);
-  b += fmt::format("}}, \"interval_s\": {}, \"consecutive_errors\": {}, \"last_error\": ",
-                   c.interval_s, c.consecutive_errors);
+  b += fmt::format("}}, \"interval_s\": {}, ", c.interval_s);
+  // Which rule sets the next success's fetch, and what the scheduler learnt.
+  const int64_t now_s = wall_ms() / 1000;
+  const bool planned = budgeted(s, now_s);
+  b += fmt::format(
+      "\"schedule\": {{\"rule\": \"{}\", \"enough_history\": {}, \"postings_per_day\": {:.3f}, "
+      "\"history_since_ms\": {}, \"budget_interval_s\": ",
+      planned ? "allocation" : "adaptive", c.history.enough(now_s, hist_params_) ? "true" : "false",
+      c.history.rate(now_s, hist_params_) * 86'400, c.history.since_s() * 1000);
+  if (planned) {
+    b += fmt::format("{:.0f}}}, ", 1 / allocated_rate(s, now_s));
+  } else {
+    b += "null}, ";
+  }
+  b += fmt::format("\"consecutive_errors\": {}, \"last_error\": ", c.consecutive_errors);
   if (c.last_error.empty()) {
     b += "null";
   } else {
@@ -740,6 +793,7 @@ void crawler::pump() {
   if (stopping_) return;
   flush_backlog();
   const int64_t now = wall_ms();
+  if (now >= next_rebalance_ms_) rebalance(now);
   rt::write_ring& ring = s_.rt->peers().writes(s_.rt->index());
   bool blocked = !backlog_.empty() || !replies_.empty();
   while (!blocked && !heap_.empty() && heap_.top().first <= now) {
@@ -793,6 +847,35 @@ void crawler::pump() {
   }
 }
 
+void crawler::rebalance(int64_t now) {
+  next_rebalance_ms_ = now + 60'000;
+  if (cfg_.fetch_budget_per_hour == 0) return;
+  const int64_t now_s = now / 1000;
+  demands_.clear();
+  double sum = 0;
+  for (const auto& [sid, s] : sources_) {
+    if (!s->durable || (s->rec.flags & crawl_gone) != 0 || !budgeted(*s, now_s)) continue;
+    demands_.push_back(demand(*s, now_s));
+    sum += demands_.back();
+  }
+  rt::shard& sh = *s_.rt;
+  const uint32_t n = sh.count();
+  if (peer_sums_.size() != n) peer_sums_.assign(n, -1.0);
+  peer_sums_[sh.index()] = sum;
+  double total = 0;
+  for (double v : peer_sums_) total += v < 0 ? sum : v;  // a peer not heard from yet: like us
+  const double budget = total > 0 ? cfg_.fetch_budget_per_hour / 3600.0 * sum / total : 0;
+  alloc_k_ = allocation_constant(demands_, budget, 1.0 / cfg_.budget_max_interval_s,
+                                 1.0 / std::max<uint32_t>(1, bounds_.floor_s));
+  for (uint32_t j = 0; j < n; ++j) {
+    if (j == sh.index() || !sh.can_send(j)) continue;  // a busy peer hears next minute
+    auto t = std::make_unique<share_task>();
+    t->sum = sum;
+    rt::task_ptr tp = std::move(t);
+    sh.send(j, tp);
+  }
+}
+
 void crawler::start_fetch(source& s) {
   req_.url = s.url;
   req_.if_none_match = s.rec.etag;
@@ -827,6 +910,7 @@ void crawler::fetched(uint64_t fetch_id, net::fetch_result& r) {
   if (stopping_ || r.error == net::fetch_error::cancelled) return;  // nothing learnt
   const int64_t now = wall_ms();
   crawl_record& c = s->rec;
+  const int64_t previous_fetch_ms = c.last_fetch_ms;
   c.last_fetch_ms = now;
   c.last_status = uint32_t(r.status);
   c.last_bytes = r.wire_bytes;
@@ -866,7 +950,7 @@ void crawler::fetched(uint64_t fetch_id, net::fetch_result& r) {
   } else if (r.status < 200 || r.status > 299) {
     fail(*s, fmt::format("http_{}", r.status), now);
   } else {
-    ingest(*s, r, now);
+    ingest(*s, r, now, previous_fetch_ms);
   }
   update_gauges();
 }
@@ -904,13 +988,24 @@ void crawler::release_domain(uint64_t sid) {
 }
 
 void crawler::schedule_after_success(source& s, const net::fetch_result& r, int64_t now) {
-  const int64_t at = now + int64_t(s.rec.interval_s) * 1000;
+  int64_t at = now + int64_t(s.rec.interval_s) * 1000;
+  reason why = reason::adaptive;
+  const int64_t now_s = now / 1000;
+  if (budgeted(s, now_s)) {
+    // The first feed with history since the last rebalance found none: share out now.
+    if (alloc_k_ == 0) rebalance(now);
+    // Its share of the budget, placed on its weekly profile; never sooner than the floor.
+    const double per_week = allocated_rate(s, now_s) * double(k_week_s);
+    const fetch_plan plan = make_plan(s.rec.history, per_week, now_s, hist_params_);
+    at = std::max(next_in_plan(plan, now_s) * 1000, now + int64_t(bounds_.floor_s) * 1000);
+    why = reason::allocation;
+  }
   const int64_t fresh = freshness_s(r.cache_control, r.expires, now / 1000);
   const int64_t hint = now + std::min<int64_t>(fresh, bounds_.ceiling_s) * 1000;
   if (fresh > 0 && hint > at) {
     schedule(s, hint, reason::publisher_hint);
   } else {
-    schedule(s, at, reason::adaptive);
+    schedule(s, at, why);
   }
 }
 
@@ -939,7 +1034,7 @@ void crawler::note_redirects(source& s, const net::fetch_result& r) {
 
 // Why it is cheap: an unchanged document stops at one hash; otherwise the shard's parser,
 // feed, verdict and key scratch are reused, so a fetch allocates only its articles and record.
-void crawler::ingest(source& s, net::fetch_result& r, int64_t now) {
+void crawler::ingest(source& s, net::fetch_result& r, int64_t now, int64_t previous_fetch_ms) {
   crawl_record& c = s.rec;
   const uint64_t old_hash = s.state.document_hash();
   if (s.state.same_document(r.body)) {
@@ -983,6 +1078,23 @@ void crawler::ingest(source& s, net::fetch_result& r, int64_t now) {
     if (!s.fetched && published < window_start) continue;
     picks_.push_back(i);
   }
+  // The scheduler's postings: the new entries this write commits (an update is not a
+  // posting); the first document's dated entries, which show how the feed posted so far.
+  postings_.clear();
+  if (!s.fetched) {
+    for (const feed::entry& e : feed_.entries) {
+      if (e.has_published) postings_.push_back(posting_time(true, e.published, 0, now_s));
+    }
+  } else {
+    for (size_t j = 0; j < picks_.size() && j < k_credit; ++j) {
+      const feed::entry& e = feed_.entries[picks_[j]];
+      if (verdicts_[picks_[j]] != feed::verdict::fresh) continue;
+      postings_.push_back(
+          posting_time(e.has_published, e.published, previous_fetch_ms / 1000, now_s));
+    }
+  }
+  for (int64_t t : postings_) c.history.observe(t, hist_params_);
+  c.history.watch_from(now_s);
   const bool overflow = picks_.size() > k_credit;
   if (overflow) {
     // Commit the first k_credit picks with exactly their identities; the rest stay unseen

@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "feedplane/crawler/scheduler.h"
+
 namespace feedplane::crawler {
 
 // kind::sources: what the user gave.
@@ -40,6 +42,7 @@ struct crawl_record {
   uint8_t flags = 0;     // crawl_flag bits
   std::string moved_to;  // a permanent redirect's target seen moved_count times in a row
   uint32_t moved_count = 0;
+  posting_history history;  // what the feed's postings taught the scheduler (version 3)
   std::vector<std::pair<uint64_t, uint64_t>> seen;  // seen_set::snapshot(), oldest first
 };
 

@@ -41,6 +41,11 @@ struct crawler_config {
   uint32_t max_interval_s = 86'400;   // its ceiling
   uint32_t recent_window_s = 86'400;  // first fetch: older entries are seen, not new
   uint32_t max_in_flight = 4096;      // fetches in flight per shard
+  // Sia and Cho's allocation (DESIGN.md 3): fetches per hour for the feeds with enough
+  // posting history, split in proportion to sqrt(weight x rate) and placed on each feed's
+  // weekly profile; 0 = no budget (every feed stays on the adaptive interval).
+  uint32_t fetch_budget_per_hour = 0;
+  uint32_t budget_max_interval_s = 604'800;  // the longest interval the allocation gives
   // Politeness per politeness key (registrable domain or shared platform).
   uint32_t per_domain_connections = 2;  // fetches in flight at once
   uint32_t per_domain_rate = 4;         // fetch starts per second; 0 = no rate cap
