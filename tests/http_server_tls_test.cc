@@ -362,7 +362,7 @@ TEST_F(HttpsServer, ClientClosingMidHandshakeLeavesNothing) {
 TEST_F(HttpsServer, GarbageInsteadOfClientHelloGetsAnAlertAndClose) {
   // Not a TLS record at all; and a handshake record header with junk inside.
   const std::string junk[] = {
-      std::string("\x01\x02\x03\x04\x05 not a TLS record", 25) + std::string(200, '\x7f'),
+      std::string("\x01\x02\x03\x04\x05 not a TLS record") + std::string(200, '\x7f'),
       std::string("\x16\x03\x01\x00\x40", 5) + std::string(64, '\x33')};
   for (const std::string& j : junk) {
     int fd = connect_loopback(srv_->port());
