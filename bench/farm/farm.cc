@@ -24,7 +24,13 @@ namespace {
 constexpr double day_s = 86400;
 
 // Salts keep the random streams of one feed apart.
-enum salt : uint64_t { salt_hosts = 1, salt_params = 2, salt_post = 3, salt_entry = 4 };
+enum salt : uint64_t {
+  salt_hosts = 1,
+  salt_params = 2,
+  salt_post = 3,
+  salt_entry = 4,
+  salt_https = 5
+};
 
 // One 64-bit seed from several numbers (splitmix64's finaliser on each step); workload::rng
 // expands it further.
@@ -197,6 +203,7 @@ farm::farm(const options& opt, const workload::vocabulary& vocab, double now)
   feeds_.resize(opt_.feeds);
   state_.resize(opt_.feeds);
   build_hosts();
+  for (feed_info& f : feeds_) f.https = https_host(f.host);
 
   // Per-entry overhead of each format beyond title and body (tags, guid, link, date), and
   // of the document beyond its entries; measured on rendered feeds (farm_test checks the
@@ -329,8 +336,18 @@ std::string farm::path(uint32_t id) const {
   return fmt::format("/feed/{}.{}", id, file_extension(feeds_[id].format));
 }
 
+bool farm::https_host(std::string_view host) const {
+  if (opt_.https_share <= 0) return false;
+  uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a of the name, then mixed with the seed
+  for (char c : host) h = (h ^ uint8_t(base::ascii_lower(c))) * 0x100000001b3ULL;
+  const uint64_t m = mix(opt_.seed, h, salt_https);
+  return static_cast<double>(m >> 11) * 0x1.0p-53 < opt_.https_share;
+}
+
 std::string farm::url(uint32_t id) const {
-  return fmt::format("http://{}:{}{}", feeds_[id].host, opt_.port, path(id));
+  const feed_info& f = feeds_[id];
+  return fmt::format("{}://{}:{}{}", f.https ? "https" : "http", f.host,
+                     f.https ? opt_.https_port : opt_.port, path(id));
 }
 
 int64_t farm::find(std::string_view host, std::string_view file) const {
@@ -560,8 +577,10 @@ void truth_log::put(const std::string& line) { std::fwrite(line.data(), 1, line.
 void truth_log::write_header(const farm& fm, double now) {
   line_.assign("{\"kind\":\"farm\",\"seed\":");
   fmt::format_to(std::back_inserter(line_),
-                 "{},\"feeds\":{},\"hosts\":{},\"port\":{},\"time\":", fm.opts().seed, fm.size(),
-                 fm.hosts().size(), fm.opts().port);
+                 "{},\"feeds\":{},\"hosts\":{},\"port\":{},\"https_port\":{},"
+                 "\"https_share\":{:g},\"time\":",
+                 fm.opts().seed, fm.size(), fm.hosts().size(), fm.opts().port, fm.opts().https_port,
+                 fm.opts().https_share);
   append_time(line_, now);
   line_.append(fm.hosts_from_corpus() ? ",\"hosts_from_corpus\":true}\n"
                                       : ",\"hosts_from_corpus\":false}\n");
@@ -575,6 +594,7 @@ void truth_log::write_feed(const farm& fm, uint32_t id) {
   base::append_json_string(fm.url(id), line_);
   line_.append(",\"host\":");
   base::append_json_string(f.host, line_);
+  line_.append(f.https ? ",\"https\":true" : ",\"https\":false");
   fmt::format_to(std::back_inserter(line_),
                  ",\"format\":\"{}\",\"validators\":\"{}\",\"keep\":{},\"rate_per_day\":{:.6g}}}\n",
                  format_name(f.format), validators_name(f.valid), f.keep, f.rate_per_day);
@@ -651,7 +671,9 @@ bool write_opml(const farm& fm, const std::string& path, std::string* error) {
 
 bool write_pins(const farm& fm, const std::string& path, std::string* error) {
   std::ofstream out(path, std::ios::trunc);
-  for (const std::string& h : fm.hosts()) out << h << ':' << fm.opts().port << ":127.0.0.1\n";
+  for (const std::string& h : fm.hosts()) {
+    out << h << ':' << (fm.https_host(h) ? fm.opts().https_port : fm.opts().port) << ":127.0.0.1\n";
+  }
   out.flush();
   if (!out) {
     *error = fmt::format("{}: cannot write", path);

@@ -11,8 +11,14 @@
 //                        "speed", "sim_time", "requests", "not_modified", "not_found"}
 //
 // Prints "farm: listening on http://127.0.0.1:PORT" on stdout once the listener, the OPML,
-// the pins and the truth log's feeds and initial entries are written; stops on SIGINT or
-// SIGTERM.
+// the pins and the truth log's feeds and initial entries are written (with --https-share,
+// first "farm: https on https://127.0.0.1:PORT for N hosts"); stops on SIGINT or SIGTERM.
+//
+// HTTPS (--https-share F): a share F of the hosts is served over TLS on a second listener
+// (the same routes, the same loop), with certificates from a CA made at start-up
+// (--ca-out writes its PEM, for feedplane's [client] ca_file), one leaf per SNI name issued
+// on the first handshake that names it and cached (farm_ca.h). Only the farm's HTTPS host
+// names get a certificate: any other name fails the handshake.
 #include <fmt/format.h>
 #include <poll.h>
 #include <signal.h>
@@ -29,10 +35,14 @@
 #include <exception>
 #include <limits>
 #include <string>
+#include <unordered_set>
 
+#include "feedplane/base/ascii.h"
 #include "feedplane/farm/farm.h"
+#include "feedplane/farm/farm_ca.h"
 #include "feedplane/net/http_server.h"
 #include "feedplane/net/loop.h"
+#include "feedplane/net/tls_server.h"
 
 namespace {
 
@@ -49,6 +59,10 @@ struct flags {
   bool truth_brief_initial = false;
   std::string opml;
   std::string pins;
+  double https_share = 0;
+  std::string https_listen = "127.0.0.1:0";
+  std::string ca_out;
+  size_t cert_cache = 65536;
 };
 
 double wall_now() {
@@ -73,6 +87,8 @@ struct farm_server {
   farm::truth_log* truth = nullptr;
   net::loop* loop = nullptr;
   net::http_server* srv = nullptr;
+  net::http_server* tls_srv = nullptr;  // the HTTPS listener's server (null without one)
+  farm::cert_authority* ca = nullptr;
   double speed = 1;
   net::timer publish_timer;
   std::string etag;  // the response's ETag, alive until the handler returns
@@ -151,13 +167,20 @@ void add_routes(net::router& routes) {
     auto& s = c.context_as<farm_server>();
     const double now = wall_now();
     r.content_type = "application/json";
-    r.set_body(
-        fmt::format("{{\"feeds\":{},\"hosts\":{},\"initial_entries\":{},\"published\":{},"
-                    "\"publishing\":{},\"speed\":{:g},\"time\":{:.3f},\"sim_time\":{:.3f},"
-                    "\"requests\":{},\"not_modified\":{},\"not_found\":{}}}\n",
-                    s.fm->size(), s.fm->hosts().size(), s.fm->initial_entries(), s.fm->published(),
-                    s.fm->started(), s.fm->started() ? s.fm->speed() : s.speed, now,
-                    s.fm->sim_time(now), s.requests, s.srv->stats().not_modified, s.not_found));
+    r.set_body(fmt::format(
+        "{{\"feeds\":{},\"hosts\":{},\"initial_entries\":{},\"published\":{},"
+        "\"publishing\":{},\"speed\":{:g},\"time\":{:.3f},\"sim_time\":{:.3f},"
+        "\"requests\":{},\"not_modified\":{},\"not_found\":{},"
+        "\"tls_handshakes\":{},\"tls_resumed\":{},\"tls_failed\":{},"
+        "\"certs_issued\":{}}}\n",
+        s.fm->size(), s.fm->hosts().size(), s.fm->initial_entries(), s.fm->published(),
+        s.fm->started(), s.fm->started() ? s.fm->speed() : s.speed, now, s.fm->sim_time(now),
+        s.requests,
+        s.srv->stats().not_modified + (s.tls_srv != nullptr ? s.tls_srv->stats().not_modified : 0),
+        s.not_found, s.tls_srv != nullptr ? s.tls_srv->stats().tls_handshakes : 0,
+        s.tls_srv != nullptr ? s.tls_srv->stats().tls_resumed : 0,
+        s.tls_srv != nullptr ? s.tls_srv->stats().tls_failed : 0,
+        s.ca != nullptr ? s.ca->issued() : 0));
   });
 }
 
@@ -178,6 +201,7 @@ int run(const flags& fl) {
   opt.seed = fl.seed;
   opt.feeds = fl.feeds;
   opt.hosts_file = fl.hosts.empty() ? default_hosts_file() : fl.hosts;
+  opt.https_share = fl.https_share;
   if (opt.hosts_file == "none") opt.hosts_file.clear();
   const workload::vocabulary& vocab = workload::vocabulary::english();
   const double now = wall_now();
@@ -191,6 +215,55 @@ int run(const flags& fl) {
   }
   const int port = net::bound_port(lfd);
   fm.set_port(static_cast<uint16_t>(port));
+
+  // HTTPS: its listener and CA before any file names a URL.
+  int tls_lfd = -1;
+  std::unique_ptr<farm::cert_authority> ca;
+  std::unique_ptr<net::tls_server_context> tls;
+  std::unordered_set<std::string> https_names;  // the HTTPS hosts: only they get a certificate
+  if (fl.https_share > 0) {
+    tls_lfd = net::listen_tcp(fl.https_listen, false, &err);
+    if (tls_lfd < 0) {
+      fmt::print(stderr, "farm: listen {}: {}\n", fl.https_listen, err);
+      return 1;
+    }
+    fm.set_https_port(static_cast<uint16_t>(net::bound_port(tls_lfd)));
+    ca = farm::cert_authority::create(30, &err);
+    if (!ca) {
+      fmt::print(stderr, "farm: {}\n", err);
+      return 1;
+    }
+    ca->set_cache_capacity(fl.cert_cache);
+    if (!fl.ca_out.empty()) {
+      std::FILE* f = std::fopen(fl.ca_out.c_str(), "w");
+      const std::string pem = ca->ca_pem();
+      if (f == nullptr || std::fwrite(pem.data(), 1, pem.size(), f) != pem.size() ||
+          std::fclose(f) != 0) {
+        fmt::print(stderr, "farm: cannot write {}: {}\n", fl.ca_out, std::strerror(errno));
+        return 1;
+      }
+    }
+    // The selector runs on the loop's thread, inside a handshake: a cache hit is a hash
+    // lookup, a miss one ECDSA signature.
+    for (const std::string& h : fm.hosts()) {
+      if (fm.https_host(h)) https_names.insert(h);
+    }
+    farm::cert_authority* cap = ca.get();
+    const auto* names = &https_names;
+    tls = net::tls_server_context::create(
+        nullptr,
+        [cap, names](std::string_view name) -> const net::tls_identity* {
+          // SNI names arrive as the client sent them; the farm's are lower case.
+          std::string n(name);
+          for (char& c : n) c = base::ascii_lower(c);
+          return names->contains(n) ? cap->identity_for(n) : nullptr;
+        },
+        &err);
+    if (!tls) {
+      fmt::print(stderr, "farm: TLS: {}\n", err);
+      return 1;
+    }
+  }
 
   if (!fl.opml.empty() && !farm::write_opml(fm, fl.opml, &err)) {
     fmt::print(stderr, "farm: {}\n", err);
@@ -233,6 +306,18 @@ int run(const flags& fl) {
     fmt::print(stderr, "farm: cannot accept on {}\n", fl.listen);
     return 1;
   }
+  std::unique_ptr<net::http_server> tls_srv;
+  if (tls) {
+    net::server_options tso = so;
+    tso.tls = tls.get();
+    tls_srv = std::make_unique<net::http_server>(*loop, routes, tso, &state);
+    state.tls_srv = tls_srv.get();
+    state.ca = ca.get();
+    if (!tls_srv->start(tls_lfd)) {
+      fmt::print(stderr, "farm: cannot accept on {}\n", fl.https_listen);
+      return 1;
+    }
+  }
   struct stopper {
     net::loop* l;
     void on_signal(const net::completion&) { l->stop(); }
@@ -240,14 +325,20 @@ int run(const flags& fl) {
   loop->poll_add(sfd, POLLIN, net::bind<&stopper::on_signal>(&stop));
   if (!fl.start_paused) state.start_publishing();
 
+  if (tls_srv) {
+    fmt::print("farm: https on https://127.0.0.1:{} for {} hosts\n", net::bound_port(tls_lfd),
+               https_names.size());
+  }
   fmt::print("farm: listening on http://127.0.0.1:{}\n", port);
   std::fflush(stdout);
   const int r = loop->run();
   if (loop->stopping()) fmt::print(stderr, "farm: stopping\n");
   loop->disarm(state.publish_timer);
   srv.shutdown();
+  if (tls_srv) tls_srv->shutdown();
   truth.flush();
   close(lfd);
+  if (tls_lfd >= 0) close(tls_lfd);
   close(sfd);
   if (r < 0) {
     fmt::print(stderr, "farm: io_uring: {}\n", std::strerror(-r));
@@ -282,6 +373,20 @@ int main(int argc, char** argv) {
                "log the initial backlog without titles and texts (large farms)");
   app.add_option("--opml", fl.opml, "write an OPML 2.0 list of every feed URL to FILE");
   app.add_option("--pins", fl.pins, "write HOST:PORT:127.0.0.1 lines (--resolve pins) to FILE");
+  app.add_option("--https-share", fl.https_share,
+                 "share of hosts served over HTTPS (0..1), on a second listener with "
+                 "certificates from a CA made at start-up")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--https-listen", fl.https_listen, "ADDR:PORT of the HTTPS listener")
+      ->capture_default_str();
+  app.add_option("--ca-out", fl.ca_out,
+                 "write the farm CA's certificate (PEM) to FILE, for feedplane's [client] "
+                 "ca_file");
+  app.add_option("--cert-cache", fl.cert_cache,
+                 "leaf certificates kept (one per HTTPS name; the oldest is dropped)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

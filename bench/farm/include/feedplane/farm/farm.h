@@ -55,6 +55,10 @@ struct options {
   // generated (hosts_from_corpus() says which happened).
   std::string hosts_file;
   uint16_t port = 80;  // in feed URLs (set_port() once the listener is bound)
+  // Share of hosts served over HTTPS (each host by a hash of the seed and its name, so a
+  // host's feeds share one scheme), at https_port (set_https_port()).
+  double https_share = 0;
+  uint16_t https_port = 443;
 
   // A feed on a host that already has one (the host's second, third... feed).
   double extra_feed_share = 0.05;
@@ -78,7 +82,8 @@ struct options {
 
 // What a feed is; fixed once the farm is built.
 struct feed_info {
-  std::string host;  // lower case, no port
+  std::string host;    // lower case, no port
+  bool https = false;  // served over HTTPS (its host is one of the https_share)
   feed_format format = feed_format::rss;
   validators valid = validators::etag_and_last_modified;
   uint16_t keep = 15;         // entries in the document
@@ -113,7 +118,11 @@ class farm {
   const std::vector<std::string>& hosts() const { return hosts_; }
 
   void set_port(uint16_t port) { opt_.port = port; }
-  // "http://HOST:PORT/feed/ID.EXT"
+  void set_https_port(uint16_t port) { opt_.https_port = port; }
+  // Whether `host` is served over HTTPS (a hash of the seed and the name against
+  // https_share; any name, so the farm's certificate selector can ask too).
+  bool https_host(std::string_view host) const;
+  // "http://HOST:PORT/feed/ID.EXT", or "https://HOST:HTTPS_PORT/feed/ID.EXT"
   std::string url(uint32_t id) const;
   // The path a feed is served at: "/feed/ID.EXT".
   std::string path(uint32_t id) const;
@@ -191,8 +200,10 @@ class farm {
 
 // The truth log: JSON Lines, one object a line, written with stdio and flushed by the
 // caller after each batch of posts (so a reader never sees half a batch it could act on).
-//   {"kind":"farm", "seed", "feeds", "hosts", "port", "time", "hosts_from_corpus"}
-//   {"kind":"feed", "feed", "url", "host", "format", "validators", "keep", "rate_per_day"}
+//   {"kind":"farm", "seed", "feeds", "hosts", "port", "https_port", "https_share", "time",
+//    "hosts_from_corpus"}
+//   {"kind":"feed", "feed", "url", "host", "https", "format", "validators", "keep",
+//    "rate_per_day"}
 //   {"kind":"start", "time", "speed"}
 //   {"kind":"entry", "feed", "url", "seq", "guid", "link", "published", "sim_time",
 //    "initial", "title", "text"}
@@ -223,7 +234,8 @@ class truth_log {
 
 // The OPML 2.0 subscription list of every feed (pugixml). False with *error on failure.
 bool write_opml(const farm& fm, const std::string& path, std::string* error);
-// One "HOST:PORT:127.0.0.1" line per host (feedplane's and curl's --resolve format).
+// One "HOST:PORT:127.0.0.1" line per host (feedplane's and curl's --resolve format), PORT
+// the one its feed URLs name (https_port for HTTPS hosts).
 bool write_pins(const farm& fm, const std::string& path, std::string* error);
 
 }  // namespace feedplane::farm
