@@ -146,6 +146,8 @@ std::string get(const std::string& path, const std::string& host, bool close = f
 
 class HttpsServer : public ::testing::Test {
  protected:
+  virtual net::server_options options() { return http_test::shard_thread::default_options(); }
+
   void SetUp() override {
     dir_ = std::filesystem::temp_directory_path() /
            ("feedplane_https_test_" + std::to_string(getpid()));
@@ -171,7 +173,7 @@ class HttpsServer : public ::testing::Test {
         },
         &err);
     ASSERT_TRUE(tls_) << err;
-    net::server_options so = http_test::shard_thread::default_options();
+    net::server_options so = options();
     so.tls = tls_.get();
     srv_ = std::make_unique<http_test::shard_thread>(
         [](net::router& r) {
@@ -357,6 +359,45 @@ TEST_F(HttpsServer, ClientClosingMidHandshakeLeavesNothing) {
   }
   counters k = settled();
   EXPECT_EQ(k.handshakes, 1u);  // /stats only
+}
+
+// A short header timeout: the handshake must finish within it from accept.
+class HttpsServerShortTimeout : public HttpsServer {
+ protected:
+  net::server_options options() override {
+    net::server_options so = http_test::shard_thread::default_options();
+    so.header_timeout_ms = 300;
+    return so;
+  }
+};
+
+TEST_F(HttpsServerShortTimeout, TricklingHandshakeIsClosedAtTheAcceptDeadline) {
+  // A ClientHello sent a byte every 20 ms would take seconds; the bytes must not push the
+  // deadline back, so the server closes long before the last byte (counted, not timed).
+  SSL* s = SSL_new(client_);
+  BIO* in = BIO_new(BIO_s_mem());
+  BIO* out = BIO_new(BIO_s_mem());
+  SSL_set_bio(s, in, out);
+  SSL_set_connect_state(s);
+  SSL_do_handshake(s);
+  char* p = nullptr;
+  const long n = BIO_get_mem_data(out, &p);
+  const std::string hello(p, static_cast<size_t>(n));
+  SSL_free(s);
+  ERR_clear_error();
+  ASSERT_GT(hello.size(), 200u);
+  int fd = connect_loopback(srv_->port());
+  ASSERT_GE(fd, 0);
+  size_t sent = 0;
+  for (; sent < hello.size(); ++sent) {
+    if (send(fd, hello.data() + sent, 1, MSG_NOSIGNAL) != 1) break;  // reset: closed
+    usleep(20'000);
+    char c;
+    if (recv(fd, &c, 1, MSG_DONTWAIT) == 0) break;  // EOF: closed
+  }
+  EXPECT_LT(sent, hello.size()) << "the handshake deadline was pushed back by trickled bytes";
+  close(fd);
+  EXPECT_EQ(settled().handshakes, 1u);  // /stats only
 }
 
 TEST_F(HttpsServer, GarbageInsteadOfClientHelloGetsAnAlertAndClose) {

@@ -440,6 +440,7 @@ struct http_server::connection {
 
   void flush() {
     if (dead || send_inflight) return;
+    // Plaintext connections pay one predictable branch here and nothing else for TLS.
     if (ssl != nullptr || !cipher.empty()) {
       flush_tls();
       return;
@@ -470,6 +471,8 @@ struct http_server::connection {
   // server's scratch and parses the plaintext as feed() does. OpenSSL reads the bytes in
   // place from the provided buffer; every one is consumed (buffered in OpenSSL's record
   // layer when a record is incomplete) before this returns.
+  // Why it is fast: no copy before decryption, records decrypted in batches of up to 32
+  // KiB into one per-server scratch, and pipelined requests parsed straight from it.
   void feed_tls(std::string_view data) {
     if (handshaking && SSL_in_before(ssl) && data[0] >= 'A' && data[0] <= 'Z') {
       // "GET / HTTP/1.1" where a ClientHello (0x16) belongs: say so in plain HTTP.

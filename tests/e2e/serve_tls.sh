@@ -2,7 +2,7 @@
 # `feedplane serve --tls-cert --tls-key`: HTTPS on every shard, end to end with curl
 # --cacert (a CA and a leaf for localhost made with the openssl CLI, as an operator would):
 # /healthz over HTTPS on fresh connections (SO_REUSEPORT spreads them over the shards),
-# keep-alive across requests, plain HTTP on the HTTPS port answered 400, the same from [server]
+# keep-alive across requests, cross-shard (deferred) answers, plain HTTP on the HTTPS port answered 400, the same from [server]
 # tls_cert / tls_key in a config file, and refusals at start-up for a missing key or a key
 # that does not match. The server is stopped by its pid.
 set -euo pipefail
@@ -64,6 +64,13 @@ if curl -s -o /dev/null "$base/healthz"; then fail "curl accepted an unknown CA"
 # Keep-alive: two URLs, one connection.
 out=$(curl -sS --cacert ca.pem -w ' %{num_connects}\n' "$base/healthz" "$base/healthz")
 [ "$out" = "$(printf 'ok\n 1\nok\n 0')" ] || fail "keep-alive: $out"
+# Deferred answers over TLS: /api/shards/{n} from whichever shard holds the connection
+# (the other shard answers through the ring, then this shard encrypts and sends).
+for i in $(seq 10); do
+  n=$((i % 2))
+  out=$(curl -sS --cacert ca.pem "$base/api/shards/$n") || fail "curl /api/shards/$n"
+  echo "$out" | grep -q "\"shard\": $n," || fail "/api/shards/$n answered: $out"
+done
 # Plain HTTP on the HTTPS port is told what is wrong.
 out=$(curl -s -w ' %{http_code}' "http://127.0.0.1:$port/healthz")
 echo "$out" | grep -q 'plain HTTP request sent to an HTTPS port' || fail "plain HTTP: $out"

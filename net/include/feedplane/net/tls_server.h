@@ -53,9 +53,11 @@ class tls_identity {
 };
 
 // Picks the identity for a full handshake from the client's SNI name ("" when it sent
-// none). Null: the context's default identity (the handshake fails without one). Runs on
-// the thread doing the handshake (every shard's thread when the context is shared) and
-// must not block; the identity must stay alive as long as the context.
+// none, as the client sent it: not lower-cased). Not called for a resumed session. Null:
+// the context's default identity; without one the handshake fails with an internal_error
+// alert. Runs on the thread doing the handshake (every shard's thread when the context is
+// shared) and must not block. The identity must stay alive until the selector is called
+// again on that thread: OpenSSL then holds its own references to what it presents.
 using tls_cert_selector = std::function<const tls_identity*(std::string_view server_name)>;
 
 class tls_server_context {
