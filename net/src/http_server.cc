@@ -483,6 +483,8 @@ struct http_server::connection {
       flush();
       return;
     }
+    // SSL_get_error reads this thread's error queue, which the shard's client shares.
+    ERR_clear_error();
     char* buf = srv->tls_plain_.get();
     io().in = data.data();
     io().in_len = data.size();
@@ -530,6 +532,7 @@ struct http_server::connection {
       x.ctx = this;
       x.in_len = 0;
       bool ok = true;
+      ERR_clear_error();
       if (!out.empty()) {
         size_t w = 0;
         ok = SSL_write_ex(ssl, out.data(), out.size(), &w) == 1 && w == out.size();

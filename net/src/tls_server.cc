@@ -186,10 +186,8 @@ long bio_ctrl(BIO* b, int cmd, long, void*) {
       return 1;
     case BIO_CTRL_PENDING:
       return static_cast<long>(io->in_len);
-    case BIO_CTRL_WPENDING:
-      return 0;  // written bytes are handed over at once
     default:
-      return 0;
+      return 0;  // WPENDING among them: written bytes are handed over at once
   }
 }
 

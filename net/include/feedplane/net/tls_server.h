@@ -63,8 +63,9 @@ using tls_cert_selector = std::function<const tls_identity*(std::string_view ser
 class tls_server_context {
  public:
   // def: presented when there is no selector or it returns null (may be null when a
-  // selector is given). TLS 1.2 minimum, ALPN "http/1.1", session tickets on (stateless,
-  // keys made here and rotated by OpenSSL), renegotiation off.
+  // selector is given). TLS 1.2 minimum, ALPN "http/1.1", session tickets on (stateless;
+  // OpenSSL makes the ticket keys here and keeps them for the context's life, so tickets
+  // do not survive a restart), renegotiation off.
   static std::unique_ptr<tls_server_context> create(std::unique_ptr<tls_identity> def,
                                                     tls_cert_selector select, std::string* error);
   ~tls_server_context();
