@@ -1,6 +1,7 @@
 // The synthetic feed farm's generator (bench/farm): determinism from the seed, the shapes
 // issue 12 asks for (document size, entries, posting rates, daily and weekly cycles), the
-// validators, the request dispatch, and the truth log against the served documents.
+// validators, the request dispatch, the truth log against the served documents, the share
+// of HTTPS hosts and the farm CA's certificates (checked by OpenSSL's verifier).
 #include <gtest/gtest.h>
 #include <simdjson.h>
 #include <unistd.h>
@@ -14,7 +15,13 @@
 #include <string>
 #include <vector>
 
+#include <openssl/pem.h>
+#include <openssl/x509_vfy.h>
+#include <openssl/x509v3.h>
+
 #include "feedplane/farm/farm.h"
+#include "feedplane/farm/farm_ca.h"
+#include "feedplane/net/tls_server.h"
 
 namespace fm = feedplane::farm;
 using feedplane::workload::vocabulary;
@@ -388,4 +395,85 @@ TEST(Farm, MisbehavingHosts) {
   }
   EXPECT_GT(frozen, 0u);
   EXPECT_GT(moved, 0u);
+}
+
+TEST(Farm, HttpsShareOfHostsWithTheirOwnPortAndPins) {
+  fm::options o = opts(2000);
+  o.https_share = 0.3;
+  o.https_port = 8443;
+  fm::farm f(o, vocabulary::english(), now);
+  fm::farm plain(opts(2000), vocabulary::english(), now);
+  size_t https_hosts = 0;
+  for (const std::string& h : f.hosts()) https_hosts += f.https_host(h) ? 1 : 0;
+  const double share = static_cast<double>(https_hosts) / static_cast<double>(f.hosts().size());
+  EXPECT_GT(share, 0.25);
+  EXPECT_LT(share, 0.35);
+  for (uint32_t i = 0; i < f.size(); ++i) {
+    const fm::feed_info& fi = f.info(i);
+    EXPECT_EQ(fi.https, f.https_host(fi.host));  // one scheme per host
+    EXPECT_EQ(
+        f.url(i),
+        (fi.https ? "https://" + fi.host + ":8443" : "http://" + fi.host + ":8080") + f.path(i));
+    // The share changes schemes only: the same hosts, documents and rates.
+    EXPECT_EQ(fi.host, plain.info(i).host);
+    EXPECT_EQ(fi.rate_per_day, plain.info(i).rate_per_day);
+    EXPECT_FALSE(plain.info(i).https);
+  }
+  char pins[] = "/tmp/farm_pins_XXXXXX";
+  close(mkstemp(pins));
+  std::string err;
+  ASSERT_TRUE(fm::write_pins(f, pins, &err)) << err;
+  std::ifstream pn(pins);
+  size_t lines = 0;
+  for (std::string line; std::getline(pn, line); ++lines) {
+    const std::string& h = f.hosts()[lines];
+    EXPECT_EQ(line, h + (f.https_host(h) ? ":8443" : ":8080") + ":127.0.0.1");
+  }
+  EXPECT_EQ(lines, f.hosts().size());
+  unlink(pins);
+}
+
+TEST(Farm, CertificateAuthorityIssuesPerNameAndCaches) {
+  std::string err;
+  auto ca = fm::cert_authority::create(30, &err);
+  ASSERT_TRUE(ca) << err;
+  // The CA as a client would load it (its PEM), and a verifier checking name and purpose.
+  const std::string pem = ca->ca_pem();
+  EXPECT_EQ(pem.rfind("-----BEGIN CERTIFICATE-----", 0), 0u);
+  BIO* b = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
+  X509* root = PEM_read_bio_X509(b, nullptr, nullptr, nullptr);
+  BIO_free(b);
+  ASSERT_NE(root, nullptr);
+  X509_STORE* store = X509_STORE_new();
+  X509_STORE_add_cert(store, root);
+  auto verify = [&](X509* leaf, const std::string& name) {
+    X509_STORE_CTX* ctx = X509_STORE_CTX_new();
+    X509_STORE_CTX_init(ctx, store, leaf, nullptr);
+    X509_VERIFY_PARAM* p = X509_STORE_CTX_get0_param(ctx);
+    X509_VERIFY_PARAM_set1_host(p, name.c_str(), name.size());
+    X509_VERIFY_PARAM_set_purpose(p, X509_PURPOSE_SSL_SERVER);
+    const bool ok = X509_verify_cert(ctx) == 1;
+    X509_STORE_CTX_free(ctx);
+    return ok;
+  };
+  const feedplane::net::tls_identity* a = ca->identity_for("a.example");
+  ASSERT_NE(a, nullptr);
+  EXPECT_TRUE(verify(a->leaf(), "a.example"));
+  EXPECT_FALSE(verify(a->leaf(), "b.example"));  // one name per leaf
+  EXPECT_EQ(ca->identity_for("a.example"), a);   // cached
+  EXPECT_EQ(ca->issued(), 1u);
+  const feedplane::net::tls_identity* bb = ca->identity_for("b.example");
+  ASSERT_NE(bb, nullptr);
+  EXPECT_TRUE(verify(bb->leaf(), "b.example"));
+  EXPECT_EQ(ca->issued(), 2u);
+  // A bounded cache: the oldest name goes, and comes back re-issued (still valid).
+  ca->set_cache_capacity(2);
+  ASSERT_NE(ca->identity_for("c.example"), nullptr);
+  EXPECT_EQ(ca->cached(), 2u);
+  const feedplane::net::tls_identity* a2 = ca->identity_for("a.example");
+  ASSERT_NE(a2, nullptr);
+  EXPECT_EQ(ca->issued(), 4u);
+  EXPECT_TRUE(verify(a2->leaf(), "a.example"));
+  X509_STORE_free(store);
+  X509_free(root);
 }

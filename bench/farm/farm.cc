@@ -24,7 +24,13 @@ namespace {
 constexpr double day_s = 86400;
 
 // Salts keep the random streams of one feed apart.
-enum salt : uint64_t { salt_hosts = 1, salt_params = 2, salt_post = 3, salt_entry = 4 };
+enum salt : uint64_t {
+  salt_hosts = 1,
+  salt_params = 2,
+  salt_post = 3,
+  salt_entry = 4,
+  salt_https = 5
+};
 
 // One 64-bit seed from several numbers (splitmix64's finaliser on each step); workload::rng
 // expands it further.
@@ -210,6 +216,7 @@ farm::farm(const options& opt, const workload::vocabulary& vocab, double now)
   feeds_.resize(opt_.feeds);
   state_.resize(opt_.feeds);
   build_hosts();
+  for (feed_info& f : feeds_) f.https = https_host(f.host);
 
   // Per-entry overhead of each format beyond title and body (tags, guid, link, date), and
   // of the document beyond its entries; measured on rendered feeds (farm_test checks the
@@ -352,8 +359,17 @@ std::string farm::path(uint32_t id) const {
   return fmt::format("/feed/{}.{}", id, file_extension(feeds_[id].format));
 }
 
+bool farm::https_host(std::string_view host) const {
+  if (opt_.https_share <= 0) return false;
+  uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a of the name, then mixed with the seed
+  for (char c : host) h = (h ^ uint8_t(base::ascii_lower(c))) * 0x100000001b3ULL;
+  const uint64_t m = mix(opt_.seed, h, salt_https);
+  return static_cast<double>(m >> 11) * 0x1.0p-53 < opt_.https_share;
+}
+
 std::string farm::url(uint32_t id) const {
-  return fmt::format("http://{}:{}{}", feeds_[id].host, port_of(id), path(id));
+  return fmt::format("{}://{}:{}{}", https_feed(id) ? "https" : "http", feeds_[id].host,
+                     port_of(id), path(id));
 }
 
 int64_t farm::find(std::string_view host, std::string_view file) const {
@@ -591,8 +607,10 @@ void truth_log::put(const std::string& line) { std::fwrite(line.data(), 1, line.
 void truth_log::write_header(const farm& fm, double now) {
   line_.assign("{\"kind\":\"farm\",\"seed\":");
   fmt::format_to(std::back_inserter(line_),
-                 "{},\"feeds\":{},\"hosts\":{},\"port\":{},\"time\":", fm.opts().seed, fm.size(),
-                 fm.hosts().size(), fm.opts().port);
+                 "{},\"feeds\":{},\"hosts\":{},\"port\":{},\"https_port\":{},"
+                 "\"https_share\":{:g},\"time\":",
+                 fm.opts().seed, fm.size(), fm.hosts().size(), fm.opts().port, fm.opts().https_port,
+                 fm.opts().https_share);
   append_time(line_, now);
   line_.append(fm.hosts_from_corpus() ? ",\"hosts_from_corpus\":true}\n"
                                       : ",\"hosts_from_corpus\":false}\n");
@@ -606,6 +624,7 @@ void truth_log::write_feed(const farm& fm, uint32_t id) {
   base::append_json_string(fm.url(id), line_);
   line_.append(",\"host\":");
   base::append_json_string(f.host, line_);
+  line_.append(fm.https_feed(id) ? ",\"https\":true" : ",\"https\":false");
   fmt::format_to(std::back_inserter(line_),
                  ",\"format\":\"{}\",\"validators\":\"{}\",\"keep\":{},\"rate_per_day\":{:.6g},"
                  "\"misbehaviour\":\"{}\",\"redirects\":{}}}\n",
@@ -685,8 +704,11 @@ bool write_opml(const farm& fm, const std::string& path, std::string* error) {
 bool write_pins(const farm& fm, const std::string& path, std::string* error) {
   std::ofstream out(path, std::ios::trunc);
   for (size_t i = 0; i < fm.hosts().size(); ++i) {
-    const uint16_t port = raw(fm.host_misbehaves(i)) ? fm.opts().raw_port : fm.opts().port;
-    out << fm.hosts()[i] << ':' << port << ":127.0.0.1\n";
+    const std::string& h = fm.hosts()[i];
+    const uint16_t port = raw(fm.host_misbehaves(i)) ? fm.opts().raw_port
+                          : fm.https_host(h)         ? fm.opts().https_port
+                                                     : fm.opts().port;
+    out << h << ':' << port << ":127.0.0.1\n";
   }
   out.flush();
   if (!out) {

@@ -15,8 +15,14 @@
 //                        "speed", "sim_time", "requests", "not_modified", "not_found"}
 //
 // Prints "farm: listening on http://127.0.0.1:PORT" on stdout once the listener, the OPML,
-// the pins and the truth log's feeds and initial entries are written; stops on SIGINT or
-// SIGTERM.
+// the pins and the truth log's feeds and initial entries are written (with --https-share,
+// first "farm: https on https://127.0.0.1:PORT for N hosts"); stops on SIGINT or SIGTERM.
+//
+// HTTPS (--https-share F): a share F of the hosts is served over TLS on a second listener
+// (the same routes, the same loop), with certificates from a CA made at start-up
+// (--ca-out writes its PEM, for feedplane's [client] ca_file), one leaf per SNI name issued
+// on the first handshake that names it and cached (farm_ca.h). Only the farm's HTTPS host
+// names get a certificate: any other name fails the handshake.
 #include <fmt/format.h>
 #include <poll.h>
 #include <signal.h>
@@ -37,11 +43,15 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <unordered_set>
 
+#include "feedplane/base/ascii.h"
 #include "feedplane/farm/farm.h"
+#include "feedplane/farm/farm_ca.h"
 #include "feedplane/net/http_request.h"
 #include "feedplane/net/http_server.h"
 #include "feedplane/net/loop.h"
+#include "feedplane/net/tls_server.h"
 
 namespace {
 
@@ -60,6 +70,10 @@ struct flags {
   std::string pins;
   double misbehaving = 0;
   uint32_t slow_seconds = 3;
+  double https_share = 0;
+  std::string https_listen = "127.0.0.1:0";
+  std::string ca_out;
+  size_t cert_cache = 65536;
 };
 
 double wall_now() {
@@ -84,6 +98,8 @@ struct farm_server {
   farm::truth_log* truth = nullptr;
   net::loop* loop = nullptr;
   net::http_server* srv = nullptr;
+  net::http_server* tls_srv = nullptr;  // the HTTPS listener's server (null without one)
+  farm::cert_authority* ca = nullptr;
   double speed = 1;
   net::timer publish_timer;
   std::string etag;  // the response's ETag, alive until the handler returns
@@ -405,10 +421,17 @@ void add_routes(net::router& routes) {
         "{{\"feeds\":{},\"hosts\":{},\"initial_entries\":{},\"published\":{},"
         "\"publishing\":{},\"speed\":{:g},\"time\":{:.3f},\"sim_time\":{:.3f},"
         "\"requests\":{},\"not_modified\":{},\"not_found\":{},\"misbehaved\":{},"
-        "\"raw_connections\":{}}}\n",
+        "\"raw_connections\":{},\"tls_handshakes\":{},\"tls_resumed\":{},\"tls_failed\":{},"
+        "\"certs_issued\":{}}}\n",
         s.fm->size(), s.fm->hosts().size(), s.fm->initial_entries(), s.fm->published(),
         s.fm->started(), s.fm->started() ? s.fm->speed() : s.speed, now, s.fm->sim_time(now),
-        s.requests, s.srv->stats().not_modified, s.not_found, s.misbehaved, s.raw_connections));
+        s.requests,
+        s.srv->stats().not_modified + (s.tls_srv != nullptr ? s.tls_srv->stats().not_modified : 0),
+        s.not_found, s.misbehaved, s.raw_connections,
+        s.tls_srv != nullptr ? s.tls_srv->stats().tls_handshakes : 0,
+        s.tls_srv != nullptr ? s.tls_srv->stats().tls_resumed : 0,
+        s.tls_srv != nullptr ? s.tls_srv->stats().tls_failed : 0,
+        s.ca != nullptr ? s.ca->issued() : 0));
   });
 }
 
@@ -431,6 +454,7 @@ int run(const flags& fl) {
   opt.hosts_file = fl.hosts.empty() ? default_hosts_file() : fl.hosts;
   opt.misbehaving_share = fl.misbehaving;
   opt.slow_seconds = fl.slow_seconds;
+  opt.https_share = fl.https_share;
   if (opt.hosts_file == "none") opt.hosts_file.clear();
   const workload::vocabulary& vocab = workload::vocabulary::english();
   const double now = wall_now();
@@ -452,6 +476,55 @@ int run(const flags& fl) {
     return 1;
   }
   fm.set_raw_port(static_cast<uint16_t>(net::bound_port(raw_fd)));
+
+  // HTTPS: its listener and CA before any file names a URL.
+  int tls_lfd = -1;
+  std::unique_ptr<farm::cert_authority> ca;
+  std::unique_ptr<net::tls_server_context> tls;
+  std::unordered_set<std::string> https_names;  // the HTTPS hosts: only they get a certificate
+  if (fl.https_share > 0) {
+    tls_lfd = net::listen_tcp(fl.https_listen, false, &err);
+    if (tls_lfd < 0) {
+      fmt::print(stderr, "farm: listen {}: {}\n", fl.https_listen, err);
+      return 1;
+    }
+    fm.set_https_port(static_cast<uint16_t>(net::bound_port(tls_lfd)));
+    ca = farm::cert_authority::create(30, &err);
+    if (!ca) {
+      fmt::print(stderr, "farm: {}\n", err);
+      return 1;
+    }
+    ca->set_cache_capacity(fl.cert_cache);
+    if (!fl.ca_out.empty()) {
+      std::FILE* f = std::fopen(fl.ca_out.c_str(), "w");
+      const std::string pem = ca->ca_pem();
+      if (f == nullptr || std::fwrite(pem.data(), 1, pem.size(), f) != pem.size() ||
+          std::fclose(f) != 0) {
+        fmt::print(stderr, "farm: cannot write {}: {}\n", fl.ca_out, std::strerror(errno));
+        return 1;
+      }
+    }
+    // The selector runs on the loop's thread, inside a handshake: a cache hit is a hash
+    // lookup, a miss one ECDSA signature.
+    for (const std::string& h : fm.hosts()) {
+      if (fm.https_host(h)) https_names.insert(h);
+    }
+    farm::cert_authority* cap = ca.get();
+    const auto* names = &https_names;
+    tls = net::tls_server_context::create(
+        nullptr,
+        [cap, names](std::string_view name) -> const net::tls_identity* {
+          // SNI names arrive as the client sent them; the farm's are lower case.
+          std::string n(name);
+          for (char& c : n) c = base::ascii_lower(c);
+          return names->contains(n) ? cap->identity_for(n) : nullptr;
+        },
+        &err);
+    if (!tls) {
+      fmt::print(stderr, "farm: TLS: {}\n", err);
+      return 1;
+    }
+  }
 
   if (!fl.opml.empty() && !farm::write_opml(fm, fl.opml, &err)) {
     fmt::print(stderr, "farm: {}\n", err);
@@ -498,6 +571,18 @@ int run(const flags& fl) {
     fmt::print(stderr, "farm: cannot accept on {}\n", fl.listen);
     return 1;
   }
+  std::unique_ptr<net::http_server> tls_srv;
+  if (tls) {
+    net::server_options tso = so;
+    tso.tls = tls.get();
+    tls_srv = std::make_unique<net::http_server>(*loop, routes, tso, &state);
+    state.tls_srv = tls_srv.get();
+    state.ca = ca.get();
+    if (!tls_srv->start(tls_lfd)) {
+      fmt::print(stderr, "farm: cannot accept on {}\n", fl.https_listen);
+      return 1;
+    }
+  }
   struct stopper {
     net::loop* l;
     void on_signal(const net::completion&) { l->stop(); }
@@ -507,6 +592,10 @@ int run(const flags& fl) {
   raw.start(raw_fd);
   if (!fl.start_paused) state.start_publishing();
 
+  if (tls_srv) {
+    fmt::print("farm: https on https://127.0.0.1:{} for {} hosts\n", net::bound_port(tls_lfd),
+               https_names.size());
+  }
   fmt::print("farm: listening on http://127.0.0.1:{}\n", port);
   std::fflush(stdout);
   const int r = loop->run();
@@ -515,9 +604,11 @@ int run(const flags& fl) {
   loop->disarm(state.slow_timer);
   raw.close_all();
   srv.shutdown();
+  if (tls_srv) tls_srv->shutdown();
   truth.flush();
   close(lfd);
   close(raw_fd);
+  if (tls_lfd >= 0) close(tls_lfd);
   close(sfd);
   if (r < 0) {
     fmt::print(stderr, "farm: io_uring: {}\n", std::strerror(-r));
@@ -558,6 +649,20 @@ int cli_main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 1.0));
   app.add_option("--slow-seconds", fl.slow_seconds, "how late a slow host answers")
       ->capture_default_str();
+  app.add_option("--https-share", fl.https_share,
+                 "share of hosts served over HTTPS (0..1), on a second listener with "
+                 "certificates from a CA made at start-up")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--https-listen", fl.https_listen, "ADDR:PORT of the HTTPS listener")
+      ->capture_default_str();
+  app.add_option("--ca-out", fl.ca_out,
+                 "write the farm CA's certificate (PEM) to FILE, for feedplane's [client] "
+                 "ca_file");
+  app.add_option("--cert-cache", fl.cert_cache,
+                 "leaf certificates kept (one per HTTPS name; the oldest is dropped)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,4 +1,5 @@
-// `feedplane serve [--config FILE] [--listen ADDR:PORT] [--data DIR] [--shards N] [--no-pin]`:
+// `feedplane serve [--config FILE] [--listen ADDR:PORT] [--data DIR] [--shards N] [--no-pin]
+// [--tls-cert FILE --tls-key FILE]`:
 // runs the data plane. N shards (runtime::shard: a thread pinned to a core with its own
 // io_uring loop and SO_REUSEPORT listener) joined by the mesh's SPSC rings, and the store
 // thread (RocksDB in DIR/db) behind its rings. Answers:
@@ -41,6 +42,7 @@
 #include "feedplane/net/http_server.h"
 #include "feedplane/net/http_static.h"
 #include "feedplane/net/loop.h"
+#include "feedplane/net/tls_server.h"
 #include "feedplane/reflector/reflector.h"
 #include "feedplane/runtime/article.h"
 #include "feedplane/runtime/shard.h"
@@ -60,6 +62,8 @@ struct serve_flags {
   bool no_pin = false;
   std::vector<std::string> resolve;
   std::string resolve_file;
+  std::string tls_cert;
+  std::string tls_key;
 };
 
 using shard_context = shard_services;
@@ -107,6 +111,7 @@ struct shard_thread {
   uint32_t index = 0;
   int cpu = -1;
   int listen_fd = -1;
+  const net::tls_server_context* tls = nullptr;  // HTTPS (shared by every shard) or null
   std::thread thread;
   // Owned here, not by the shard thread: main may still be inside request_stop() when the
   // thread leaves run(), so the loop is destroyed only after the thread was joined.
@@ -425,7 +430,9 @@ void run_shard(shard_thread& s, const config& cfg, const net::router& routes, ru
       return;
     }
     ctx.client = client.get();
-    net::http_server srv(*l, routes, server_options_from(cfg.server), &ctx);
+    net::server_options sopt = server_options_from(cfg.server);
+    sopt.tls = s.tls;
+    net::http_server srv(*l, routes, sopt, &ctx);
     ctx.srv = &srv;
     rt.set_context(&ctx);
     std::vector<std::unique_ptr<component>> parts;
@@ -512,6 +519,26 @@ int run_serve(const serve_flags& f) {
   if (auto e = add_resolve_pins(cfg, f.resolve, f.resolve_file); !e.empty()) {
     fmt::print(stderr, "feedplane: {}\n", e);
     return 2;
+  }
+  if (!f.tls_cert.empty()) cfg.server.tls_cert = f.tls_cert;
+  if (!f.tls_key.empty()) cfg.server.tls_key = f.tls_key;
+  // One TLS context for every shard: its session-ticket keys are shared, so a client that
+  // resumes on another shard's listener still resumes.
+  std::unique_ptr<net::tls_server_context> tls;
+  if (!cfg.server.tls_cert.empty() || !cfg.server.tls_key.empty()) {
+    if (cfg.server.tls_cert.empty() || cfg.server.tls_key.empty()) {
+      fmt::print(stderr,
+                 "feedplane: HTTPS needs both --tls-cert and --tls-key "
+                 "(server.tls_cert and server.tls_key)\n");
+      return 2;
+    }
+    std::string terr;
+    auto id = net::tls_identity::load(cfg.server.tls_cert, cfg.server.tls_key, &terr);
+    if (id) tls = net::tls_server_context::create(std::move(id), nullptr, &terr);
+    if (!tls) {
+      fmt::print(stderr, "feedplane: TLS: {}\n", terr);
+      return 2;
+    }
   }
 
   std::vector<int> cpus;
@@ -621,6 +648,7 @@ int run_serve(const serve_flags& f) {
     s->index = i;
     s->cpu = f.no_pin ? -1 : cpus[i % cpus.size()];
     s->listen_fd = fd;
+    s->tls = tls.get();
     shards.push_back(std::move(s));
   }
 
@@ -644,9 +672,9 @@ int run_serve(const serve_flags& f) {
     db->start();  // streams start-up records to the shards, then commits writes
     go.store(true, std::memory_order_release);  // pairs with the shards' acquire of `go`
     fmt::print(
-        "feedplane: listening on http://{} with {} shard(s) and a store in {}, {} static "
+        "feedplane: listening on {}://{} with {} shard(s) and a store in {}, {} static "
         "file(s) from {}; GET /healthz /readyz /metrics\n",
-        listen, nshards, so.dir, statics.count(), public_dir);
+        tls ? "https" : "http", listen, nshards, so.dir, statics.count(), public_dir);
     std::fflush(stdout);
     int sig = 0;
     sigwait(&sigs, &sig);
@@ -687,6 +715,11 @@ void add_serve_command(CLI::App& app, int* rc) {
                   "HOST:PORT:ADDR: connect to ADDR for HOST (or * for "
                   "every name) on PORT, as curl's --resolve; repeatable (adds to net.resolve)");
   cmd->add_option("--resolve-file", f->resolve_file, "a file of HOST:PORT:ADDR pins, one a line");
+  cmd->add_option("--tls-cert", f->tls_cert,
+                  "PEM certificate chain (leaf first): serve HTTPS on every shard (overrides "
+                  "server.tls_cert; needs --tls-key)");
+  cmd->add_option("--tls-key", f->tls_key,
+                  "PEM private key of --tls-cert (overrides server.tls_key)");
   cmd->add_flag("--no-pin", f->no_pin,
                 "do not pin shard threads to cores (hosts shared with other services)");
   cmd->callback([f, rc, shards_opt] {

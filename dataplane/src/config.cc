@@ -154,6 +154,11 @@ const std::vector<option>& options() {
                   "idle keep-alive connections are closed after this long"),
       bool_option("server.gzip", &config::server, &S::gzip,
                   "gzip responses for clients that send Accept-Encoding: gzip"),
+      string_option("server.tls_cert", &config::server, &S::tls_cert, nullptr,
+                    "PEM certificate chain (leaf first): with tls_key, serve HTTPS instead of "
+                    "HTTP; --tls-cert overrides it"),
+      string_option("server.tls_key", &config::server, &S::tls_key, nullptr,
+                    "PEM private key of tls_cert; --tls-key overrides it"),
       uint_option("client.connect_timeout_ms", &config::client, &C::connect_timeout_ms, 1, u32,
                   "crawler connect timeout (DNS + TCP + TLS handshake)"),
       uint_option("client.total_timeout_ms", &config::client, &C::total_timeout_ms, 1, u32,

@@ -24,6 +24,8 @@ struct server_config {
   uint32_t header_timeout_ms = 10'000;
   uint32_t idle_timeout_ms = 60'000;
   bool gzip = true;
+  std::string tls_cert;  // PEM chain (leaf first); with tls_key: every shard serves HTTPS
+  std::string tls_key;   // its PEM private key
 };
 
 struct client_config {

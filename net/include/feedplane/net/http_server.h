@@ -31,10 +31,13 @@
 #include "feedplane/net/loop.h"
 
 struct libdeflate_compressor;
+typedef struct bio_st BIO;
 
 namespace feedplane::net {
 
 class http_server;
+class tls_server_context;
+struct tls_bio_io;
 struct http_response;
 
 // Bytes readable after the end of request_context::padded_body(): SIMDJSON_PADDING (64), so
@@ -253,6 +256,11 @@ struct server_options {
   uint32_t defer_timeout_ms = 10'000;       // deferred answer not completed: 503 + Retry-After
   // Input blocks (requests that span receives, large bodies) kept for reuse, in bytes.
   size_t input_pool_bytes = size_t{8} << 20;
+  // Set: every connection is HTTPS (tls_server.h). Not owned; outlives the server; may be
+  // shared by every shard's server. A TLS connection has header_timeout_ms from accept to
+  // finish its handshake (bytes that trickle in do not extend it); a client that speaks
+  // plain HTTP gets 400 bad_request ("plain HTTP request sent to an HTTPS port").
+  const tls_server_context* tls = nullptr;
 };
 
 struct server_stats {
@@ -263,6 +271,10 @@ struct server_stats {
   uint64_t timeouts = 0;           // 408 sent or idle connection closed
   uint64_t deferred_timeouts = 0;  // 503 sent for a deferred answer that did not come
   uint64_t open = 0;               // connections open now
+  uint64_t tls_handshakes = 0;     // TLS handshakes completed (resumed ones included)
+  uint64_t tls_resumed = 0;        // of which resumed a session (a ticket): no certificate sent
+  uint64_t tls_failed = 0;         // handshakes refused: not a ClientHello, plain HTTP, no
+                                   // certificate for the name, no common protocol or cipher
 };
 
 class http_server {
@@ -280,6 +292,9 @@ class http_server {
   // Stops accepting and closes every connection (their ops are cancelled).
   void shutdown();
   const server_stats& stats() const { return stats_; }
+  // OpenSSL's reason for the last failed TLS handshake or connection ("" if none yet), for
+  // logs: "wrong version number", "http request", "no shared cipher", ...
+  const std::string& last_tls_error() const { return tls_last_error_; }
   // Bytes of heap owned by connection state now (pool slots + buffers), for measurements.
   size_t connection_memory() const;
   // Bytes of input blocks held for reuse (bounded by server_options::input_pool_bytes).
@@ -296,6 +311,7 @@ class http_server {
   void on_accept(const completion& c);
   static void on_accept_retry(void* self);
   connection* alloc_connection();
+  bool start_tls(connection& k);  // a new SSL for an accepted connection (opt_.tls set)
   void release(connection& k);
   // body_in_place: req's body sits in a connection input block (body_padding after it).
   void handle(connection& k, const http_request& req, bool body_in_place);
@@ -356,6 +372,13 @@ class http_server {
   http_response timeout_resp_;
   std::vector<input_block> in_pool_;
   size_t in_pool_bytes_ = 0;
+  // TLS (null/empty when opt_.tls is not set): one BIO shared by every connection's SSL,
+  // pointed at the connection before each OpenSSL call (tls_bio.h), and the plaintext
+  // scratch that received records are decrypted into before they are parsed.
+  std::unique_ptr<tls_bio_io> tls_io_;
+  BIO* tls_bio_ = nullptr;
+  std::unique_ptr<char[]> tls_plain_;
+  std::string tls_last_error_;
   libdeflate_compressor* gz_ = nullptr;
   std::string gz_buf_;
   std::vector<std::string> buf_pool_;

@@ -77,6 +77,11 @@ struct options {
   std::string hosts_file;
   uint16_t port = 80;      // in feed URLs (set_port() once the listener is bound)
   uint16_t raw_port = 81;  // in the URLs of reset and endless hosts
+  // Share of hosts served over HTTPS (each host by a hash of the seed and its name, so a
+  // host's feeds share one scheme), at https_port (set_https_port()). Reset and endless
+  // hosts stay on the raw plain port.
+  double https_share = 0;
+  uint16_t https_port = 443;
 
   // A feed on a host that already has one (the host's second, third... feed).
   double extra_feed_share = 0.05;
@@ -103,7 +108,8 @@ struct options {
 
 // What a feed is; fixed once the farm is built.
 struct feed_info {
-  std::string host;  // lower case, no port
+  std::string host;    // lower case, no port
+  bool https = false;  // served over HTTPS (its host is one of the https_share)
   feed_format format = feed_format::rss;
   validators valid = validators::etag_and_last_modified;
   uint16_t keep = 15;                            // entries in the document
@@ -142,10 +148,18 @@ class farm {
 
   void set_port(uint16_t port) { opt_.port = port; }
   void set_raw_port(uint16_t port) { opt_.raw_port = port; }
+  void set_https_port(uint16_t port) { opt_.https_port = port; }
+  // Whether `host` is served over HTTPS (a hash of the seed and the name against
+  // https_share; any name, so the farm's certificate selector can ask too).
+  bool https_host(std::string_view host) const;
+  // Whether feed id is served over HTTPS (an HTTPS host that is not a raw misbehaver).
+  bool https_feed(uint32_t id) const { return feeds_[id].https && !raw(feeds_[id].misbehaves); }
   uint16_t port_of(uint32_t id) const {
-    return raw(feeds_[id].misbehaves) ? opt_.raw_port : opt_.port;
+    return raw(feeds_[id].misbehaves) ? opt_.raw_port
+           : https_feed(id)           ? opt_.https_port
+                                      : opt_.port;
   }
-  // "http://HOST:PORT/feed/ID.EXT"
+  // "http://HOST:PORT/feed/ID.EXT", or "https://HOST:HTTPS_PORT/feed/ID.EXT"
   std::string url(uint32_t id) const;
   // The path a feed is served at: "/feed/ID.EXT".
   std::string path(uint32_t id) const;
@@ -224,9 +238,10 @@ class farm {
 
 // The truth log: JSON Lines, one object a line, written with stdio and flushed by the
 // caller after each batch of posts (so a reader never sees half a batch it could act on).
-//   {"kind":"farm", "seed", "feeds", "hosts", "port", "time", "hosts_from_corpus"}
-//   {"kind":"feed", "feed", "url", "host", "format", "validators", "keep", "rate_per_day",
-//    "misbehaviour", "redirects"}
+//   {"kind":"farm", "seed", "feeds", "hosts", "port", "https_port", "https_share", "time",
+//    "hosts_from_corpus"}
+//   {"kind":"feed", "feed", "url", "host", "https", "format", "validators", "keep",
+//    "rate_per_day", "misbehaviour", "redirects"}
 //   {"kind":"start", "time", "speed"}
 //   {"kind":"entry", "feed", "url", "seq", "guid", "link", "published", "sim_time",
 //    "initial", "title", "text"}
@@ -257,8 +272,9 @@ class truth_log {
 
 // The OPML 2.0 subscription list of every feed (pugixml). False with *error on failure.
 bool write_opml(const farm& fm, const std::string& path, std::string* error);
-// One "HOST:PORT:127.0.0.1" line per host (feedplane's and curl's --resolve format); PORT
-// is the raw port for reset and endless hosts.
+// One "HOST:PORT:127.0.0.1" line per host (feedplane's and curl's --resolve format), PORT
+// the one its feed URLs name: the raw port for reset and endless hosts, https_port for
+// HTTPS hosts.
 bool write_pins(const farm& fm, const std::string& path, std::string* error);
 
 }  // namespace feedplane::farm
