@@ -66,7 +66,7 @@ bool read_article(simdjson::ondemand::parser& p, const std::string& line, rt::ar
     if (key == "summary") b.summary = s;
     if (key == "source_url") b.source_url = s;
   }
-  b.meta.fetched = b.meta.published;
+  b.meta.fetched_ms = b.meta.published * 1000;
   b.meta.identity_hash = std::hash<std::string>()(b.guid);
   return true;
 }

@@ -1318,7 +1318,7 @@ void reflector::index_recent(const rt::article& a) {
     return;
   }
   const int64_t now = wall_now();
-  const int64_t t = a.meta().fetched != 0 ? a.meta().fetched : a.meta().published;
+  const int64_t t = a.meta().fetched_ms != 0 ? a.meta().fetched_ms / 1000 : a.meta().published;
   if (t >= now - int64_t(window)) {
     window_.emplace_back(a.seq(), t);
     if (a.seq() % s_.rt->count() == s_.rt->index()) {
