@@ -3,9 +3,9 @@
 # --cacert (a CA and a leaf for localhost made with the openssl CLI, as an operator would):
 # /healthz over HTTPS on fresh connections (SO_REUSEPORT spreads them over the shards),
 # keep-alive across requests, cross-shard (deferred) answers, session resumption on
-# either shard (openssl s_client -sess_in), plain HTTP on the HTTPS port answered 400, the same from [server]
-# tls_cert / tls_key in a config file, and refusals at start-up for a missing key or a key
-# that does not match. The server is stopped by its pid.
+# either shard (openssl s_client -sess_in), plain HTTP on the HTTPS port answered 400, the
+# same from [server] tls_cert / tls_key in a config file, and refusals at start-up for a
+# missing key or a key that does not match. The server is stopped by its pid.
 set -euo pipefail
 bin=$1
 tmp=$(mktemp -d)
