@@ -334,6 +334,29 @@ TEST_F(HttpsServer, SessionTicketResumes) {
   EXPECT_EQ(selections_.load() - before, 1);  // the /stats connection only
 }
 
+TEST_F(HttpsServer, Tls12ClientsResumeByTicketToo) {
+  SSL_CTX_set_max_proto_version(client_, TLS1_2_VERSION);
+  SSL_SESSION* sess = nullptr;
+  {
+    tls_conn c(client_, srv_->port(), "b.test");
+    ASSERT_TRUE(c.ok()) << c.error();
+    EXPECT_EQ(SSL_version(c.ssl()), TLS1_2_VERSION);
+    c.write(get("/hello", "b.test"));
+    EXPECT_EQ(body_of(c.read_response()), "hello over TLS\n");
+    sess = SSL_get1_session(c.ssl());
+    ASSERT_NE(sess, nullptr);
+    EXPECT_TRUE(SSL_SESSION_has_ticket(sess));  // no server cache: the ticket is the state
+  }
+  {
+    tls_conn c(client_, srv_->port(), "b.test", sess);
+    ASSERT_TRUE(c.ok()) << c.error();
+    EXPECT_TRUE(SSL_session_reused(c.ssl()));
+    c.write(get("/hello", "b.test"));
+    EXPECT_EQ(body_of(c.read_response()), "hello over TLS\n");
+  }
+  SSL_SESSION_free(sess);
+}
+
 TEST_F(HttpsServer, ClientClosingMidHandshakeLeavesNothing) {
   // A real ClientHello, made with memory BIOs, of which only the first half is sent.
   SSL* s = SSL_new(client_);

@@ -2,9 +2,10 @@
 # `feedplane serve --tls-cert --tls-key`: HTTPS on every shard, end to end with curl
 # --cacert (a CA and a leaf for localhost made with the openssl CLI, as an operator would):
 # /healthz over HTTPS on fresh connections (SO_REUSEPORT spreads them over the shards),
-# keep-alive across requests, cross-shard (deferred) answers, plain HTTP on the HTTPS port answered 400, the same from [server]
-# tls_cert / tls_key in a config file, and refusals at start-up for a missing key or a key
-# that does not match. The server is stopped by its pid.
+# keep-alive across requests, cross-shard (deferred) answers, session resumption on
+# either shard (openssl s_client -sess_in), plain HTTP on the HTTPS port answered 400, the
+# same from [server] tls_cert / tls_key in a config file, and refusals at start-up for a
+# missing key or a key that does not match. The server is stopped by its pid.
 set -euo pipefail
 bin=$1
 tmp=$(mktemp -d)
@@ -70,6 +71,21 @@ for i in $(seq 10); do
   n=$((i % 2))
   out=$(curl -sS --cacert ca.pem "$base/api/shards/$n") || fail "curl /api/shards/$n"
   echo "$out" | grep -q "\"shard\": $n," || fail "/api/shards/$n answered: $out"
+done
+# Resumption across shards: one session (its TLS 1.3 ticket saved by openssl s_client),
+# then 6 new connections resuming it. SO_REUSEPORT puts them on both shards with
+# overwhelming likelihood; a shard without the shared ticket keys would answer "New".
+req='GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n'
+# shellcheck disable=SC2059
+printf "$req" | openssl s_client -connect "127.0.0.1:$port" -servername localhost -CAfile ca.pem \
+  -sess_out sess.pem -ign_eof >s0.txt 2>/dev/null || fail "s_client: $(cat s0.txt)"
+grep -q '^New, TLSv1.3' s0.txt || fail "first session: $(grep -E '^(New|Reused)' s0.txt)"
+for i in $(seq 6); do
+  # shellcheck disable=SC2059
+  printf "$req" | openssl s_client -connect "127.0.0.1:$port" -servername localhost \
+    -CAfile ca.pem -sess_in sess.pem -ign_eof >s.txt 2>/dev/null || fail "s_client $i"
+  grep -q '^Reused, TLSv1.3' s.txt || fail "connection $i did not resume: $(grep -E '^(New|Reused)' s.txt)"
+  grep -q '^ok$' s.txt || fail "connection $i: no answer"
 done
 # Plain HTTP on the HTTPS port is told what is wrong.
 out=$(curl -s -w ' %{http_code}' "http://127.0.0.1:$port/healthz")

@@ -52,6 +52,7 @@ struct options {
   uint32_t max_interval = 10;
   double quiet = 6;  // seconds without a new sequenced article = quiesced
   uint64_t seed = 1;
+  double https_share = 0;  // the farm's share of HTTPS hosts (its CA goes into ca_file)
   std::string farm_bin, feedplane_bin;
 };
 
@@ -355,11 +356,30 @@ int run(const options& o) {
     farm.stop();
   };
   fmt::print(stderr, "load: starting the farm ({} feeds)\n", o.feeds);
-  if (!farm.start({farm_bin, "--feeds", std::to_string(o.feeds), "--listen", "127.0.0.1:0",
-                   "--start-paused", "--speed", fmt::format("{}", o.speed), "--seed",
-                   std::to_string(o.seed), "--truth", o.out + "/truth.jsonl", "--opml",
-                   o.out + "/feeds.opml", "--pins", o.out + "/pins.txt"},
-                  o.out + "/farm.log", {}, "http://", &err)) {
+  std::vector<std::string> farm_args = {farm_bin,
+                                        "--feeds",
+                                        std::to_string(o.feeds),
+                                        "--listen",
+                                        "127.0.0.1:0",
+                                        "--start-paused",
+                                        "--speed",
+                                        fmt::format("{}", o.speed),
+                                        "--seed",
+                                        std::to_string(o.seed),
+                                        "--truth",
+                                        o.out + "/truth.jsonl",
+                                        "--opml",
+                                        o.out + "/feeds.opml",
+                                        "--pins",
+                                        o.out + "/pins.txt"};
+  const std::string ca_path = o.out + "/farm-ca.pem";
+  if (o.https_share > 0) {
+    for (const std::string& a : {std::string("--https-share"), fmt::format("{}", o.https_share),
+                                 std::string("--ca-out"), ca_path}) {
+      farm_args.push_back(a);
+    }
+  }
+  if (!farm.start(farm_args, o.out + "/farm.log", {}, "http://", &err)) {
     fmt::print(stderr, "load: {}\n", err);
     cleanup();
     return 2;
@@ -375,6 +395,8 @@ int run(const options& o) {
         "per_domain_connections = 4\n",
         o.min_interval, o.max_interval);
     c << fmt::format("[reflector]\nk = {}\n", o.k);
+    // The farm's HTTPS hosts have certificates from its own CA.
+    if (o.https_share > 0) c << fmt::format("[client]\nca_file = \"{}\"\n", ca_path);
   }
   std::vector<std::string> fp_args = {
       fp_bin,     "serve",     "--listen",       "127.0.0.1:0",       "--data",  o.out + "/data",
@@ -772,6 +794,9 @@ int main(int argc, char** argv) {
   app.add_option("--quiet", o.quiet,
                  "seconds without a new article before checking that every source was fetched");
   app.add_option("--seed", o.seed, "seed of the farm and the workload");
+  app.add_option("--https-share", o.https_share,
+                 "share of the farm's hosts served over HTTPS (feedplane trusts the farm's CA)")
+      ->check(CLI::Range(0.0, 1.0));
   app.add_option("--farm-bin", o.farm_bin, "feedplane-farm binary (default: beside this one)");
   app.add_option("--feedplane-bin", o.feedplane_bin, "feedplane binary (default: beside this one)");
   CLI11_PARSE(app, argc, argv);
