@@ -40,7 +40,8 @@ set(feedplane_public_headers
   "feedplane_runtime:dataplane/runtime/include"
   "feedplane_store:dataplane/store/include"
   "feedplane_dataplane:dataplane/include"
-  "feedplane_workload:bench/workload/include")
+  "feedplane_workload:bench/workload/include"
+  "feedplane_provisioner:provisioner/include")
 set(checked_dirs)
 foreach(entry IN LISTS feedplane_public_headers)
   string(REPLACE ":" ";" pair "${entry}")
