@@ -389,23 +389,28 @@ double along_subs(const match_point* first, const match_point* last, double subs
 
 double cost_model::match_seconds(double subs, double words) const {
   if (match.empty() || subs <= 0) return 0;
-  // Runs of equal word counts, in increasing words.
-  std::vector<std::pair<const match_point*, const match_point*>> runs;
-  for (size_t i = 0; i < match.size();) {
+  // The table is sorted by (words, subscriptions): find the runs of equal word count on
+  // either side of `words` (no allocation: the bound's search calls this often).
+  const auto run_end = [&](size_t i) {
     size_t j = i;
     while (j < match.size() && match[j].words == match[i].words) ++j;
-    runs.emplace_back(&match[i], &match[j - 1] + 1);
-    i = j;
+    return j;
+  };
+  size_t lo = 0, lo_end = run_end(0);
+  if (words <= match[0].words || lo_end == match.size()) {
+    return along_subs(&match[lo], &match[lo_end - 1] + 1, subs) * words / match[lo].words;
   }
-  const auto at = [&](size_t r) { return along_subs(runs[r].first, runs[r].second, subs); };
-  const auto words_of = [&](size_t r) { return runs[r].first->words; };
-  if (runs.size() == 1 || words <= words_of(0)) return at(0) * words / words_of(0);
-  if (words >= words_of(runs.size() - 1))
-    return at(runs.size() - 1) * words / words_of(runs.size() - 1);
-  size_t hi = 1;
-  while (words_of(hi) < words) ++hi;
-  const double f = (words - words_of(hi - 1)) / (words_of(hi) - words_of(hi - 1));
-  return at(hi - 1) + f * (at(hi) - at(hi - 1));
+  while (lo_end < match.size() && match[lo_end].words < words) {
+    lo = lo_end;
+    lo_end = run_end(lo);
+  }
+  if (lo_end == match.size())  // beyond the largest word count: proportional
+    return along_subs(&match[lo], &match[lo_end - 1] + 1, subs) * words / match[lo].words;
+  const size_t hi = lo_end, hi_end = run_end(hi);
+  const double at_lo = along_subs(&match[lo], &match[lo_end - 1] + 1, subs);
+  const double at_hi = along_subs(&match[hi], &match[hi_end - 1] + 1, subs);
+  const double f = (words - match[lo].words) / (match[hi].words - match[lo].words);
+  return at_lo + f * (at_hi - at_lo);
 }
 
 std::vector<input_error> load_workload(const std::string& path, workload& out) {
