@@ -556,4 +556,58 @@ double cobra_max_subscriptions(const cobra_model& m, const cobra_shape& s) {
   return max_carried(m, s, &workload::subscriptions);
 }
 
+std::vector<input_error> cobra_report(const workload& w, const std::vector<node_class>& classes,
+                                      const cost_model& costs, report& out) {
+  std::vector<cobra_model> models(classes.size());
+  for (size_t i = 0; i < classes.size(); ++i) {
+    if (auto e = cobra_model::make(w, costs, classes[i], models[i]); !e.empty()) return e;
+  }
+  if (models.empty()) return {{costs.file, 0, {}, "no node class"}};
+  std::vector<cobra_result> exact(models.size());
+  size_t chosen = models.size();
+  for (size_t i = 0; i < models.size(); ++i) {
+    exact[i] = cobra_exact(models[i]);
+    if (!exact[i].feasible) continue;
+    const double price = static_cast<double>(exact[i].shape.hosts()) * classes[i].price;
+    if (chosen == models.size() ||
+        price < static_cast<double>(exact[chosen].shape.hosts()) * classes[chosen].price)
+      chosen = i;
+  }
+  if (chosen == models.size()) chosen = 0;
+  report r;
+  r.topology = "cobra";
+  r.work = w;
+  r.costs_name = costs.name;
+  if (costs.match_provenance.kind == provenance_kind::fitted) r.fitted.emplace_back("match");
+  for (const auto& [name, c] : costs.coefficients) {
+    if (c.kind == provenance_kind::fitted) r.fitted.push_back(name);
+  }
+  r.node_class = classes[chosen].name;
+  for (size_t i = 0; i < models.size(); ++i) {
+    if (i == chosen) continue;
+    r.other_classes.push_back(
+        exact[i].feasible
+            ? fmt::format("{}: {} hosts, price {}", classes[i].name, exact[i].shape.hosts(),
+                          static_cast<double>(exact[i].shape.hosts()) * classes[i].price)
+            : fmt::format("{}: no plan ({})", classes[i].name, exact[i].reason));
+  }
+  const cobra_model& m = models[chosen];
+  r.exact = cobra_plan(m, exact[chosen], "exact");
+  r.greedy = cobra_plan(m, cobra_greedy(m), "greedy");
+  const cobra_bound b = cobra_lower_bound(m);
+  for (size_t i = 0; i < cobra_role_count; ++i) {
+    r.bound_roles.emplace_back(cobra_role_name(static_cast<cobra_role>(i)));
+    r.bound_hosts.push_back(b.role[i]);
+    r.bound_feasible = r.bound_feasible && b.role[i] != std::numeric_limits<uint32_t>::max();
+  }
+  if (exact[chosen].feasible) {
+    r.max_feeds = cobra_max_feeds(m, exact[chosen].shape);
+    r.max_subscriptions = cobra_max_subscriptions(m, exact[chosen].shape);
+  }
+  const double matches_per_s = w.articles_per_s() * w.match_share;
+  r.poll_interval_needed_s = matches_per_s > 0 ? w.k / matches_per_s : 0;
+  out = std::move(r);
+  return {};
+}
+
 }  // namespace feedplane::provisioner

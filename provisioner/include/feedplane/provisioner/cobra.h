@@ -17,6 +17,7 @@
 
 #include "feedplane/provisioner/inputs.h"
 #include "feedplane/provisioner/plan.h"
+#include "feedplane/provisioner/report.h"
 
 namespace feedplane::provisioner {
 
@@ -130,5 +131,10 @@ plan cobra_plan(const cobra_model& m, const cobra_result& r, std::string method)
 // The largest feeds (subscriptions) the shape still carries, the rest of the workload held.
 double cobra_max_feeds(const cobra_model& m, const cobra_shape& s);
 double cobra_max_subscriptions(const cobra_model& m, const cobra_shape& s);
+
+// The whole report under Cobra's topology: for each node class the exact plan, the class
+// with the cheapest one chosen (the first on ties), then greedy, bound and growth on it.
+std::vector<input_error> cobra_report(const workload& w, const std::vector<node_class>& classes,
+                                      const cost_model& costs, report& out);
 
 }  // namespace feedplane::provisioner
