@@ -35,6 +35,7 @@ std::string_view decomposition_name(decomposition d) {
 }
 
 decomposition figure3(cobra_role role, resource violated) {
+  if (violated == resource::disk) return decomposition::not_modeled;  // Cobra has no disk
   switch (role) {
     case cobra_role::crawler:
       // In-bw: fewer feeds crawled; out-bw: updates found at a lower rate. CPU and memory
@@ -100,6 +101,8 @@ double cobra_model::usable(resource r) const {
     case resource::in_bw:
     case resource::out_bw:
       return node_.usable_network;
+    case resource::disk:
+      return node_.usable_disk;
   }
   return 0;
 }
@@ -127,6 +130,8 @@ double cobra_model::load(cobra_role role, resource r, double feeds, double subs,
           return rate * article_bits * h / node_.in_bps;
         case resource::out_bw:
           return rate * article_bits * fanout * h / node_.out_bps;
+        case resource::disk:
+          return 0;  // Cobra keeps everything in memory
       }
       return 0;
     case cobra_role::reflector:
@@ -141,6 +146,8 @@ double cobra_model::load(cobra_role role, resource r, double feeds, double subs,
         case resource::out_bw:
           return subs / w_.poll_interval_s * w_.peak_to_mean * w_.k * poll_bytes_per_item_ * 8 * h /
                  node_.out_bps;
+        case resource::disk:
+          return 0;
       }
       return 0;
   }
@@ -234,6 +241,8 @@ std::string describe_capacity(const cobra_model& m, resource r, double share) {
       return fmt::format("in_mbps >= {:.1f}", n.in_bps * share / 1e6);
     case resource::out_bw:
       return fmt::format("out_mbps >= {:.1f}", n.out_bps * share / 1e6);
+    case resource::disk:
+      return fmt::format("disk_gib >= {:.1f}", n.disk_bytes * share / 1073741824);
   }
   return {};
 }
@@ -506,8 +515,8 @@ plan cobra_plan(const cobra_model& m, const cobra_result& r, std::string method)
       const auto res = static_cast<resource>(k);
       rp.utilisation[k] = m.utilisation(s, role, res);
       rp.usable[k] = m.usable(res);
-      rp.modeled[k] =
-          !(role == cobra_role::crawler && (res == resource::cpu || res == resource::memory));
+      rp.modeled[k] = res != resource::disk && !(role == cobra_role::crawler &&
+                                                 (res == resource::cpu || res == resource::memory));
     }
     p.roles.push_back(std::move(rp));
   }

@@ -12,6 +12,8 @@ std::string_view resource_name(resource r) {
       return "in-bw";
     case resource::out_bw:
       return "out-bw";
+    case resource::disk:
+      return "disk";
   }
   return "?";
 }

@@ -62,7 +62,7 @@ inline constexpr violation_ref greedy_order[] = {
     {cobra_role::reflector, resource::out_bw}, {cobra_role::filter, resource::in_bw},
     {cobra_role::filter, resource::out_bw},    {cobra_role::crawler, resource::out_bw},
     {cobra_role::crawler, resource::cpu},      {cobra_role::crawler, resource::memory},
-};
+};  // disk is not in it: Cobra keeps everything in memory
 
 // The cost of a shape under one workload, cost model and node class.
 class cobra_model {

@@ -10,9 +10,10 @@
 
 namespace feedplane::provisioner {
 
-enum class resource : uint8_t { cpu, memory, in_bw, out_bw };
-inline constexpr size_t resource_count = 4;
-std::string_view resource_name(resource r);  // "cpu", "memory", "in-bw", "out-bw"
+enum class resource : uint8_t { cpu, memory, in_bw, out_bw, disk };
+inline constexpr size_t resource_count = 5;
+// "cpu", "memory", "in-bw", "out-bw", "disk"
+std::string_view resource_name(resource r);
 
 // One role of a plan (all its hosts are of one class).
 struct role_plan {
