@@ -10,6 +10,7 @@
 #include <string>
 
 #include "feedplane/provisioner/cobra.h"
+#include "feedplane/provisioner/feedplane_topology.h"
 #include "feedplane/provisioner/inputs.h"
 #include "feedplane/provisioner/report.h"
 
@@ -24,7 +25,7 @@ bool report_errors(const std::vector<fp::input_error>& errors) {
 }
 
 struct plan_options {
-  std::string workload, nodes, costs, topology = "cobra";
+  std::string workload, nodes, costs, topology = "feedplane";
   bool json = false;
 };
 
@@ -38,7 +39,9 @@ int run_plan(const plan_options& o) {
   bad = report_errors(fp::load_cost_model(o.costs, costs)) || bad;
   if (bad) return 2;
   fp::report r;
-  if (report_errors(fp::cobra_report(w, classes, costs, r))) return 2;
+  const auto errors = o.topology == "cobra" ? fp::cobra_report(w, classes, costs, r)
+                                            : fp::fp_report(w, classes, costs, r);
+  if (report_errors(errors)) return 2;
   const std::string out = o.json ? fp::render_json(r) : fp::render_text(r);
   std::fwrite(out.data(), 1, out.size(), stdout);
   const auto ms =
@@ -57,9 +60,13 @@ int run(int argc, char** argv) {
   app.add_option("--workload", o.workload, "workload TOML (provisioner/models/workloads/)")
       ->required();
   app.add_option("--nodes", o.nodes, "node classes TOML (provisioner/models/nodes/)")->required();
-  app.add_option("--costs", o.costs, "cost model TOML (provisioner/models/cobra.toml)")->required();
-  app.add_option("--topology", o.topology, "cobra: crawler, filter and reflector hosts (seed 000)")
-      ->check(CLI::IsMember({"cobra"}))
+  app.add_option("--costs", o.costs,
+                 "cost model TOML (provisioner/models/measured.toml, cobra.toml)")
+      ->required();
+  app.add_option("--topology", o.topology,
+                 "feedplane: hosts running shards that crawl, match or both, with NATS servers; "
+                 "cobra: crawler, filter and reflector hosts (seed 000)")
+      ->check(CLI::IsMember({"feedplane", "cobra"}))
       ->capture_default_str();
   app.add_flag("--json", o.json, "print JSON (its shape: README.md, Provisioning)");
   try {

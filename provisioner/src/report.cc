@@ -38,17 +38,21 @@ void text_plan(const plan& p, std::string& out) {
     out += fmt::format("{} plan: none: {}\n", p.method, p.reason);
     return;
   }
-  out += fmt::format("{} plan: {} hosts, price {}\n", p.method, p.hosts(), number(p.price));
-  size_t per_host_width = 8;
-  for (const auto& r : p.roles) per_host_width = std::max(per_host_width, r.per_host.size());
-  out += fmt::format("  {:<10} {:>6}  {:<8} {:<{}}", "role", "hosts", "shape", "per host",
-                     per_host_width);
+  out += fmt::format("{} plan: {} hosts, price {}{}\n", p.method, p.hosts(), number(p.price),
+                     p.layout.empty() ? "" : fmt::format(" ({})", p.layout));
+  size_t per_host_width = 8, shape_width = 8;
+  for (const auto& r : p.roles) {
+    per_host_width = std::max(per_host_width, r.per_host.size());
+    shape_width = std::max(shape_width, r.shape.size());
+  }
+  out += fmt::format("  {:<11} {:>6}  {:<{}} {:<{}}", "role", "hosts", "shape", shape_width,
+                     "per host", per_host_width);
   for (size_t k = 0; k < resource_count; ++k)
     out += fmt::format("  {:>7}", resource_name(static_cast<resource>(k)));
   out += '\n';
   for (const auto& r : p.roles) {
-    out += fmt::format("  {:<10} {:>6}  {:<8} {:<{}}", r.role, r.hosts, r.shape, r.per_host,
-                       per_host_width);
+    out += fmt::format("  {:<11} {:>6}  {:<{}} {:<{}}", r.role, r.hosts, r.shape, shape_width,
+                       r.per_host, per_host_width);
     for (size_t k = 0; k < resource_count; ++k)
       out +=
           r.modeled[k] ? fmt::format("  {:>7.2f}", r.utilisation[k]) : fmt::format("  {:>7}", "-");
@@ -81,6 +85,12 @@ std::string render_text(const report& r) {
   out += fmt::format("hosts      bound {}   exact {}   greedy {}\n",
                      r.bound_feasible ? number(double(r.bound())) : "none", hosts(r.exact),
                      hosts(r.greedy));
+  if (r.topology != "cobra") {
+    const auto price = [](const plan& p) { return p.feasible ? number(p.price) : "none"; };
+    out += fmt::format("price      bound {}   exact {}   greedy {}\n",
+                       r.bound_feasible ? number(r.bound_price) : "none", price(r.exact),
+                       price(r.greedy));
+  }
   out += "bound      ";
   for (size_t i = 0; i < r.bound_roles.size(); ++i)
     out += fmt::format("{}{} {}", i == 0 ? "" : ", ", r.bound_roles[i], r.bound_hosts[i]);
@@ -112,7 +122,7 @@ std::string render_text(const report& r) {
   out += fmt::format(
       "polls      a subscription matching {:.2f}% of articles gets k = {} new items every {} s; "
       "the workload polls every {} s\n",
-      w.match_share * 100, w.k, number(std::round(r.poll_interval_needed_s)),
+      w.match_share * 100, w.k, number(std::round(r.poll_interval_needed_s * 10) / 10),
       number(w.poll_interval_s));
   return out;
 }
@@ -121,9 +131,10 @@ namespace {
 
 void json_plan(const plan& p, std::string& out) {
   out += fmt::format(
-      "{{\"method\":{},\"feasible\":{},\"reason\":{},\"hosts\":{},\"price\":{},\"roles\":[",
-      json_string(p.method), p.feasible ? "true" : "false", json_string(p.reason),
-      p.feasible ? p.hosts() : 0, number(p.price));
+      "{{\"method\":{},\"layout\":{},\"feasible\":{},\"reason\":{},\"hosts\":{},\"price\":{},"
+      "\"roles\":[",
+      json_string(p.method), json_string(p.layout), p.feasible ? "true" : "false",
+      json_string(p.reason), p.feasible ? p.hosts() : 0, number(p.price));
   for (size_t i = 0; i < p.roles.size(); ++i) {
     const auto& r = p.roles[i];
     out += fmt::format("{}{{\"role\":{},\"class\":{},\"hosts\":{},\"shape\":{},\"per_host\":{},",
@@ -161,8 +172,9 @@ std::string render_json(const report& r) {
   out += fmt::format("]}},\"node_class\":{},\"other_classes\":[", json_string(r.node_class));
   for (size_t i = 0; i < r.other_classes.size(); ++i)
     out += (i == 0 ? "" : ",") + json_string(r.other_classes[i]);
-  out += fmt::format("],\"bound\":{{\"feasible\":{},\"hosts\":{},\"roles\":{{",
-                     r.bound_feasible ? "true" : "false", r.bound_feasible ? r.bound() : 0);
+  out += fmt::format("],\"bound\":{{\"feasible\":{},\"hosts\":{},\"price\":{},\"roles\":{{",
+                     r.bound_feasible ? "true" : "false", r.bound_feasible ? r.bound() : 0,
+                     number(r.topology == "cobra" ? double(r.bound()) : r.bound_price));
   for (size_t i = 0; i < r.bound_roles.size(); ++i)
     out +=
         fmt::format("{}{}:{}", i == 0 ? "" : ",", json_string(r.bound_roles[i]), r.bound_hosts[i]);
@@ -172,8 +184,8 @@ std::string render_json(const report& r) {
   json_plan(r.greedy, out);
   out += fmt::format(",\"growth\":{{\"max_feeds\":{},\"max_subscriptions\":{}}}",
                      number(r.max_feeds), number(r.max_subscriptions));
-  out +=
-      fmt::format(",\"poll_interval_needed_s\":{}", number(std::round(r.poll_interval_needed_s)));
+  out += fmt::format(",\"poll_interval_needed_s\":{}",
+                     number(std::round(r.poll_interval_needed_s * 10) / 10));
   out += "}\n";
   return out;
 }

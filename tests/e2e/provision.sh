@@ -18,14 +18,14 @@ nodes=$m/nodes/emulab-1x-100mbps-1024mb.toml
 # provisioner/README.md).
 for row in "fig11-1m-10m 1 28 28" "fig11-500k-20m 1 28 28" "fig11-250k-40m 1 28 28" "fig11-100k-1m 1 1 1"; do
   set -- $row
-  "$bin" provision --workload "$m/workloads/$1.toml" --nodes "$nodes" --costs "$m/cobra.toml" --json \
+  "$bin" provision --workload "$m/workloads/$1.toml" --nodes "$nodes" --costs "$m/cobra.toml" --topology cobra --json \
     >"$tmp/$1.json" 2>"$tmp/$1.err" || fail "$1: exit $? ($(cat "$tmp/$1.err"))"
   got=$(python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["greedy"]; print(" ".join(str(r["hosts"]) for r in p["roles"]))' "$tmp/$1.json")
   [ "$got" = "$2 $3 $4" ] || fail "$1: greedy $got, expected $2 $3 $4"
 done
 
 # Identical input, identical bytes (timings go to stderr).
-args=(--workload "$m/workloads/fig2-800k-8m.toml" --nodes "$m/nodes/cobra-4x-25mbps-1024mb.toml" --costs "$m/cobra.toml")
+args=(--workload "$m/workloads/fig2-800k-8m.toml" --nodes "$m/nodes/cobra-4x-25mbps-1024mb.toml" --costs "$m/cobra.toml" --topology cobra)
 "$bin" provision "${args[@]}" >"$tmp/a.txt" 2>"$tmp/a.err"
 "$bin" provision "${args[@]}" >"$tmp/b.txt" 2>/dev/null
 cmp -s "$tmp/a.txt" "$tmp/b.txt" || fail "text output differs between identical runs"
@@ -48,9 +48,28 @@ set +e; "$bin" provision --workload "$tmp/missing.toml" --nodes "$nodes" --costs
 
 # Impossible: a reflector hears every article; at 0.2 Mbps in, nothing can hold 1M feeds.
 sed 's/^in_mbps = 100/in_mbps = 0.2/' "$nodes" >"$tmp/tiny.toml"
-set +e; "$bin" provision --workload "$m/workloads/fig11-1m-10m.toml" --nodes "$tmp/tiny.toml" --costs "$m/cobra.toml" >"$tmp/out" 2>/dev/null; st=$?; set -e
+set +e; "$bin" provision --workload "$m/workloads/fig11-1m-10m.toml" --nodes "$tmp/tiny.toml" --costs "$m/cobra.toml" --topology cobra >"$tmp/out" 2>/dev/null; st=$?; set -e
 [ "$st" -eq 1 ] || fail "impossible workload: exit $st"
 grep -q "reflector in-bw .* cannot be resolved.*in_mbps >= " "$tmp/out" || fail "impossible: $(cat "$tmp/out")"
+
+# feedplane's own topology: the moonshot fits one project machine; 100M x 1B on 64-core
+# hosts needs crawl+match hosts and NATS servers, and says what binds.
+"$bin" provision --workload "$m/workloads/moonshot-1m-10m.toml" --nodes "$m/nodes/project-machine.toml" \
+  --costs "$m/measured.toml" >"$tmp/moon.txt" 2>/dev/null || fail "moonshot: exit $?"
+grep -q "^hosts      bound 1   exact 1   greedy 1" "$tmp/moon.txt" || fail "moonshot: $(cat "$tmp/moon.txt")"
+"$bin" provision --workload "$m/workloads/large-100m-1b.toml" --nodes "$m/nodes/c64.toml" \
+  --costs "$m/measured.toml" --json >"$tmp/large.json" 2>/dev/null || fail "100M x 1B: exit $?"
+python3 - "$tmp/large.json" <<'PY' || fail "100M x 1B plan"
+import json, sys
+r = json.load(open(sys.argv[1]))
+roles = {x["role"]: x for x in r["exact"]["roles"]}
+assert r["topology"] == "feedplane" and r["exact"]["feasible"], r
+assert "nats" in roles and roles["nats"]["hosts"] >= 3, roles
+assert r["bound"]["price"] <= r["exact"]["price"] <= r["greedy"]["price"], r
+PY
+# Cobra's shipped model lacks feedplane's coefficients: the error names them.
+set +e; "$bin" provision --workload "$m/workloads/moonshot-1m-10m.toml" --nodes "$m/nodes/c64.toml" --costs "$m/cobra.toml" >/dev/null 2>"$tmp/err"; st=$?; set -e
+[ "$st" -eq 2 ] && grep -q "cobra.toml: 'coefficients.cpu_per_fetch_200': missing: the feedplane topology needs it" "$tmp/err" || fail "missing coefficient: exit $st $(cat "$tmp/err")"
 
 # The README documents every top-level key of --json.
 python3 - "$tmp/a.json" "$src/README.md" <<'PY' || fail "README's --json table out of step"

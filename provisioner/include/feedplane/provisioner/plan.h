@@ -33,6 +33,7 @@ struct role_plan {
 
 struct plan {
   std::string method;  // "greedy" or "exact"
+  std::string layout;  // how roles share hosts (feedplane's topology); empty for Cobra's
   bool feasible = false;
   std::string reason;  // when infeasible: why, and the node size that would do
   std::vector<role_plan> roles;

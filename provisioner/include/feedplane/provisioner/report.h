@@ -25,6 +25,7 @@ struct report {
   std::vector<std::string> bound_roles;
   std::vector<uint64_t> bound_hosts;  // per role, in bound_roles' order
   bool bound_feasible = true;         // false: some per-host floor exceeds a host
+  double bound_price = 0;             // feedplane's topology: the bound is on price
   double max_feeds = 0;               // what the exact plan carries, the rest held
   double max_subscriptions = 0;
   // Seconds between polls that keep a typical subscription's last k from being overrun.
