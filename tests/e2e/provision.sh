@@ -71,6 +71,27 @@ PY
 set +e; "$bin" provision --workload "$m/workloads/moonshot-1m-10m.toml" --nodes "$m/nodes/c64.toml" --costs "$m/cobra.toml" >/dev/null 2>"$tmp/err"; st=$?; set -e
 [ "$st" -eq 2 ] && grep -q "cobra.toml: 'coefficients.cpu_per_fetch_200': missing: the feedplane topology needs it" "$tmp/err" || fail "missing coefficient: exit $st $(cat "$tmp/err")"
 
+# provision latency + map: a generated matrix, first-fit beside min-cost, the chosen
+# mapping written out and checked against the capacity.
+"$bin" provision latency --groups 200 --crawlers 8 --feeds 3000 --seed 4 >"$tmp/lat.csv"
+"$bin" provision latency --groups 200 --crawlers 8 --feeds 3000 --seed 4 | cmp -s - "$tmp/lat.csv" || fail "latency not deterministic"
+head -1 "$tmp/lat.csv" | grep -q "^group,feeds,rtt_ms_1,.*,rtt_ms_8$" || fail "latency header: $(head -1 "$tmp/lat.csv")"
+"$bin" provision map --latency "$tmp/lat.csv" --crawlers 8 --output "$tmp/placed.csv" >"$tmp/map.txt" 2>"$tmp/map.err" || fail "map: exit $? $(cat "$tmp/map.err")"
+grep -q "^first-fit " "$tmp/map.txt" && grep -q "^min-cost " "$tmp/map.txt" || fail "map output: $(cat "$tmp/map.txt")"
+grep -q "min-cost .* ms" "$tmp/map.err" || fail "map timings not on stderr"
+python3 - "$tmp/placed.csv" <<'PY' || fail "placed feeds"
+import collections, sys
+rows = open(sys.argv[1]).read().split("\n")[1:-1]
+per = collections.Counter()
+for r in rows:
+    g, c, n = r.split(",")
+    per[int(c)] += int(n)
+assert sum(per.values()) == 3000, sum(per.values())
+assert max(per.values()) <= 375, per
+PY
+set +e; "$bin" provision map --latency "$tmp/lat.csv" --crawlers 9 >/dev/null 2>"$tmp/err"; st=$?; set -e
+[ "$st" -eq 2 ] && grep -q "has 8 RTT columns, not --crawlers 9" "$tmp/err" || fail "crawler count: $st $(cat "$tmp/err")"
+
 # The README documents every top-level key of --json.
 python3 - "$tmp/a.json" "$src/README.md" <<'PY' || fail "README's --json table out of step"
 import json, re, sys
