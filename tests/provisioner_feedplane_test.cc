@@ -2,6 +2,7 @@
 // whole partitions; the article stream as a per-host floor.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <random>
@@ -153,6 +154,92 @@ TEST(provisioner_feedplane, exact_against_brute_force_greedy_and_bound) {
   EXPECT_GE(compared, 50);
   EXPECT_GT(bound_below, 0) << "exact never above the bound: one of them is not what it claims";
   EXPECT_GT(greedy_dearer, 0) << "greedy (one class, roles apart) never dearer than exact";
+}
+
+TEST(provisioner_feedplane, partition_assignment_moves_the_fewest) {
+  // Fresh: contiguous, balanced, every partition once.
+  const auto fresh = fp::assign_partitions(10, 3, nullptr);
+  ASSERT_EQ(fresh.size(), 3U);
+  EXPECT_EQ(fp::partition_ranges(fresh[0]), "0-3");
+  EXPECT_EQ(fp::partition_ranges(fresh[1]), "4-6");
+  EXPECT_EQ(fp::partition_ranges(fresh[2]), "7-9");
+  std::vector<uint32_t> back;
+  ASSERT_TRUE(fp::parse_partition_ranges("0-3,7,9-10", 11, back));
+  EXPECT_EQ(back, (std::vector<uint32_t>{0, 1, 2, 3, 7, 9, 10}));
+  EXPECT_FALSE(fp::parse_partition_ranges("0-3,7,9-11", 11, back));
+  EXPECT_FALSE(fp::parse_partition_ranges("3-1", 11, back));
+  EXPECT_FALSE(fp::parse_partition_ranges("x", 11, back));
+  std::mt19937_64 rng(11);
+  for (int i = 0; i < 200; ++i) {
+    const auto parts = static_cast<uint32_t>(1 + rng() % 300);
+    const uint64_t before_hosts = 1 + rng() % 20, after_hosts = 1 + rng() % 20;
+    const auto before = fp::assign_partitions(parts, before_hosts, nullptr);
+    const auto after = fp::assign_partitions(parts, after_hosts, &before);
+    ASSERT_EQ(after.size(), after_hosts);
+    std::vector<int> owner(parts, -1), seen(parts, 0);
+    for (size_t h = 0; h < before.size(); ++h)
+      for (const uint32_t p : before[h]) owner[p] = static_cast<int>(h);
+    uint64_t moved = 0, lo = parts, hi = 0;
+    for (size_t h = 0; h < after.size(); ++h) {
+      lo = std::min<uint64_t>(lo, after[h].size());
+      hi = std::max<uint64_t>(hi, after[h].size());
+      for (const uint32_t p : after[h]) {
+        ++seen[p];
+        moved += owner[p] != static_cast<int>(h);
+      }
+    }
+    for (const int n : seen) EXPECT_EQ(n, 1);
+    EXPECT_LE(hi - lo, 1U) << "balanced";
+    // The fewest moves any balanced assignment can make: a kept host keeps at most its
+    // quota, and which hosts get the larger quota is free, so the best is the sum over kept
+    // hosts of min(held, quota) with the larger quotas on the larger holdings.
+    std::vector<uint64_t> held;
+    for (uint64_t h = 0; h < std::min(before_hosts, after_hosts); ++h)
+      held.push_back(before[h].size());
+    std::sort(held.rbegin(), held.rend());
+    uint64_t keep = 0;
+    const uint64_t base = parts / after_hosts, extra = parts % after_hosts;
+    for (size_t k = 0; k < held.size(); ++k) keep += std::min(held[k], base + (k < extra ? 1 : 0));
+    EXPECT_EQ(moved, parts - keep) << i;
+    if (before_hosts == after_hosts) {
+      EXPECT_EQ(moved, 0U);
+    }
+  }
+}
+
+TEST(provisioner_feedplane, planning_again_from_its_own_output_moves_nothing) {
+  loaded l;
+  load(l, "large-100m-1b", "feedplane");
+  fp::report first;
+  ASSERT_TRUE(fp::fp_report(l.w, l.nodes, l.costs, first).empty());
+  ASSERT_TRUE(first.exact.feasible);
+  fp::fp_previous prev;
+  auto e = fp::read_previous_plan(fp::render_json(first), "p.json", l.nodes, l.w.partitions, prev);
+  ASSERT_TRUE(e.empty()) << joined(e);
+  fp::report again;
+  ASSERT_TRUE(fp::fp_report(l.w, l.nodes, l.costs, again, &prev).empty());
+  EXPECT_TRUE(again.kept_previous);
+  for (const auto& mv : again.moves) {
+    EXPECT_EQ(mv.added + mv.removed + mv.partitions_moved, 0U) << mv.role;
+  }
+  EXPECT_EQ(fp::render_text(again).find("partitions move"), std::string::npos);
+  // More subscriptions: hosts are added, and only the partitions the new hosts take move.
+  l.w.subscriptions *= 1.1;
+  fp::report grown;
+  ASSERT_TRUE(fp::fp_report(l.w, l.nodes, l.costs, grown, &prev).empty());
+  ASSERT_TRUE(grown.exact.feasible);
+  EXPECT_FALSE(grown.kept_previous);
+  ASSERT_FALSE(grown.moves.empty());
+  const auto& mv = *std::find_if(grown.moves.begin(), grown.moves.end(), [](const auto& m) {
+    return m.role == "match" || m.role == "crawl+match";
+  });
+  ASSERT_GT(mv.hosts_after, mv.hosts_before);
+  EXPECT_EQ(mv.added, mv.hosts_after - mv.hosts_before);
+  EXPECT_EQ(mv.partitions_moved, mv.added * (l.w.partitions / mv.hosts_after));
+  // A plan for another P cannot be the starting point.
+  e = fp::read_previous_plan(fp::render_json(first), "p.json", l.nodes, 1024, prev);
+  ASSERT_EQ(e.size(), 1U);
+  EXPECT_NE(e[0].message.find("another P"), std::string::npos);
 }
 
 }  // namespace

@@ -1,12 +1,29 @@
 #include "feedplane/provisioner/feedplane_topology.h"
 
 #include <fmt/format.h>
+#include <simdjson.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
+#include <fstream>
 #include <limits>
+#include <numeric>
+#include <sstream>
 
 namespace feedplane::provisioner {
+
+std::string_view fp_layout_id(fp_layout l) {
+  switch (l) {
+    case fp_layout::single:
+      return "single";
+    case fp_layout::split:
+      return "split";
+    case fp_layout::combined:
+      return "combined";
+  }
+  return "?";
+}
 
 std::string_view fp_layout_name(fp_layout l) {
   switch (l) {
@@ -530,13 +547,14 @@ fp_result fp_greedy(const fp_model& m) {
   return res;
 }
 
-plan fp_plan(const fp_model& m, const fp_result& r, std::string method) {
+plan fp_plan(const fp_model& m, const fp_result& r, std::string method,
+             const std::vector<std::vector<uint32_t>>* assignment) {
   plan p;
   p.method = std::move(method);
   p.feasible = r.feasible;
   p.reason = r.reason;
   p.steps = r.steps;
-  p.layout = std::string(fp_layout_name(r.shape.layout));
+  p.layout = std::string(fp_layout_id(r.shape.layout));
   const fp_shape& s = r.shape;
   const workload& w = m.work();
   for (size_t i = 0; i < fp_role_count; ++i) {
@@ -563,6 +581,12 @@ plan fp_plan(const fp_model& m, const fp_result& r, std::string method) {
           rp.per_host +=
               fmt::format("; stream floor cpu {:.2f}, in-bw {:.2f}",
                           m.stream_floor(s, resource::cpu), m.stream_floor(s, resource::in_bw));
+        if (r.feasible) {
+          const auto parts_of = assignment != nullptr
+                                    ? *assignment
+                                    : assign_partitions(w.partitions, s.hosts[i], nullptr);
+          for (const auto& h : parts_of) rp.assignment.push_back(partition_ranges(h));
+        }
         break;
       case fp_role::nats:
         rp.per_host = fmt::format("the stream to {} consumers", s.hosts[size_t(fp_role::match)]);
@@ -611,8 +635,164 @@ double max_carried(const fp_model& m, const fp_shape& s, double workload::*field
 
 }  // namespace
 
+std::vector<std::vector<uint32_t>> assign_partitions(
+    uint32_t partitions, uint64_t hosts, const std::vector<std::vector<uint32_t>>* previous) {
+  std::vector<std::vector<uint32_t>> out(hosts);
+  if (hosts == 0) return out;
+  const uint64_t base = partitions / hosts, extra = partitions % hosts;
+  std::vector<uint64_t> quota(hosts, base);
+  if (previous == nullptr) {
+    uint32_t next = 0;
+    for (uint64_t i = 0; i < hosts; ++i) {
+      const uint64_t q = base + (i < extra ? 1 : 0);
+      for (uint64_t k = 0; k < q; ++k) out[i].push_back(next++);
+    }
+    return out;
+  }
+  // Kept hosts are the first min(hosts, previous) ones; the larger quotas go to those that
+  // hold most already, so the fewest partitions move.
+  const uint64_t kept = std::min<uint64_t>(hosts, previous->size());
+  std::vector<uint64_t> order(hosts);
+  std::iota(order.begin(), order.end(), uint64_t{0});
+  std::stable_sort(
+      order.begin(), order.begin() + static_cast<std::ptrdiff_t>(kept),
+      [&](uint64_t a, uint64_t b) { return (*previous)[a].size() > (*previous)[b].size(); });
+  for (uint64_t k = 0; k < extra; ++k) ++quota[order[k]];
+  std::vector<uint8_t> placed(partitions, 0);
+  for (uint64_t i = 0; i < kept; ++i) {
+    for (const uint32_t p : (*previous)[i]) {
+      if (p >= partitions || placed[p] != 0 || out[i].size() >= quota[i]) continue;
+      out[i].push_back(p);
+      placed[p] = 1;
+    }
+  }
+  // Partitions of removed hosts, those over a quota, and any the previous plan missed.
+  std::vector<uint32_t> freed;
+  for (uint32_t p = 0; p < partitions; ++p)
+    if (placed[p] == 0) freed.push_back(p);
+  size_t next = 0;
+  for (uint64_t i = 0; i < hosts; ++i)
+    while (out[i].size() < quota[i] && next < freed.size()) out[i].push_back(freed[next++]);
+  for (auto& h : out) std::sort(h.begin(), h.end());
+  return out;
+}
+
+std::string partition_ranges(const std::vector<uint32_t>& parts) {
+  std::string s;
+  for (size_t i = 0; i < parts.size();) {
+    size_t j = i;
+    while (j + 1 < parts.size() && parts[j + 1] == parts[j] + 1) ++j;
+    if (!s.empty()) s += ',';
+    s += i == j ? fmt::format("{}", parts[i]) : fmt::format("{}-{}", parts[i], parts[j]);
+    i = j + 1;
+  }
+  return s;
+}
+
+bool parse_partition_ranges(std::string_view text, uint32_t partitions,
+                            std::vector<uint32_t>& out) {
+  out.clear();
+  const auto num = [](std::string_view t, uint32_t& v) {
+    auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+    return ec == std::errc() && p == t.data() + t.size() && !t.empty();
+  };
+  while (!text.empty()) {
+    const size_t comma = text.find(',');
+    const std::string_view r = text.substr(0, comma);
+    text = comma == std::string_view::npos ? std::string_view{} : text.substr(comma + 1);
+    const size_t dash = r.find('-');
+    uint32_t lo = 0, hi = 0;
+    if (!num(r.substr(0, dash), lo)) return false;
+    hi = lo;
+    if (dash != std::string_view::npos && !num(r.substr(dash + 1), hi)) return false;
+    if (hi < lo || hi >= partitions) return false;
+    for (uint32_t p = lo; p <= hi; ++p) out.push_back(p);
+  }
+  return true;
+}
+
+std::vector<input_error> read_previous_plan(std::string_view json, std::string_view file,
+                                            const std::vector<node_class>& classes,
+                                            uint32_t partitions, fp_previous& out) {
+  const std::string f(file);
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  const simdjson::padded_string padded(json);
+  if (parser.parse(padded).get(doc) != simdjson::SUCCESS)
+    return {{f, 0, {}, "not JSON: expected a plan printed by feedplane provision --json"}};
+  std::string_view topology;
+  if (doc["topology"].get(topology) != simdjson::SUCCESS || topology != "feedplane")
+    return {{f, 0, "topology", "expected a plan of the feedplane topology"}};
+  simdjson::dom::element exact;
+  bool feasible = false;
+  std::string_view layout;
+  simdjson::dom::array roles;
+  if (doc["exact"].get(exact) != simdjson::SUCCESS ||
+      exact["feasible"].get(feasible) != simdjson::SUCCESS || !feasible ||
+      exact["layout"].get(layout) != simdjson::SUCCESS ||
+      exact["roles"].get(roles) != simdjson::SUCCESS)
+    return {{f, 0, "exact", "expected a feasible exact plan with layout and roles"}};
+  fp_previous p;
+  p.class_names.assign(fp_role_count, "");
+  bool layout_ok = false;
+  for (size_t l = 0; l < fp_layout_count; ++l) {
+    if (fp_layout_id(static_cast<fp_layout>(l)) == layout) {
+      p.shape.layout = static_cast<fp_layout>(l);
+      layout_ok = true;
+    }
+  }
+  if (!layout_ok) return {{f, 0, "exact.layout", fmt::format("unknown layout '{}'", layout)}};
+  for (simdjson::dom::element role : roles) {
+    std::string_view name, cls;
+    uint64_t hosts = 0;
+    if (role["role"].get(name) != simdjson::SUCCESS ||
+        role["class"].get(cls) != simdjson::SUCCESS ||
+        role["hosts"].get(hosts) != simdjson::SUCCESS)
+      return {{f, 0, "exact.roles", "each role needs role, class and hosts"}};
+    size_t i = fp_role_count;
+    for (size_t k = 0; k < fp_role_count; ++k)
+      if (fp_role_name(static_cast<fp_role>(k), p.shape.layout) == name) i = k;
+    if (i == fp_role_count) return {{f, 0, "exact.roles", fmt::format("unknown role '{}'", name)}};
+    p.shape.hosts[i] = hosts;
+    p.class_names[i] = std::string(cls);
+    const auto it = std::find_if(classes.begin(), classes.end(),
+                                 [&](const node_class& c) { return c.name == cls; });
+    if (it == classes.end()) {
+      p.known_classes = false;
+    } else {
+      p.shape.cls[i] = static_cast<size_t>(it - classes.begin());
+    }
+    if (i != size_t(fp_role::match)) continue;
+    simdjson::dom::array assignment;
+    if (role["assignment"].get(assignment) != simdjson::SUCCESS)
+      return {{f, 0, "exact.roles.assignment", "the matching role lists no partitions"}};
+    for (simdjson::dom::element a : assignment) {
+      std::string_view text;
+      std::vector<uint32_t> parts;
+      if (a.get(text) != simdjson::SUCCESS || !parse_partition_ranges(text, partitions, parts))
+        return {{f, 0, "exact.roles.assignment",
+                 fmt::format("expected ranges of partitions below {} (a plan for another P?)",
+                             partitions)}};
+      p.partitions.push_back(std::move(parts));
+    }
+  }
+  out = std::move(p);
+  return {};
+}
+
+std::vector<input_error> load_previous_plan(const std::string& path,
+                                            const std::vector<node_class>& classes,
+                                            uint32_t partitions, fp_previous& out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return {{path, 0, {}, "cannot open"}};
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return read_previous_plan(ss.str(), path, classes, partitions, out);
+}
+
 std::vector<input_error> fp_report(const workload& w, const std::vector<node_class>& classes,
-                                   const cost_model& costs, report& out) {
+                                   const cost_model& costs, report& out,
+                                   const fp_previous* previous) {
   fp_model m;
   if (auto e = fp_model::make(w, costs, classes, m); !e.empty()) return e;
   report r;
@@ -622,8 +802,61 @@ std::vector<input_error> fp_report(const workload& w, const std::vector<node_cla
   if (costs.match_provenance.kind == provenance_kind::fitted) r.fitted.emplace_back("match");
   for (const auto& [name, c] : costs.coefficients)
     if (c.kind == provenance_kind::fitted) r.fitted.push_back(name);
-  const fp_result exact = fp_exact(m);
-  r.exact = fp_plan(m, exact, "exact");
+  fp_result exact = fp_exact(m);
+  std::vector<std::vector<uint32_t>> assignment;
+  const std::vector<std::vector<uint32_t>>* assigned = nullptr;
+  if (previous != nullptr) {
+    r.has_previous = true;
+    const fp_shape& before = previous->shape;
+    if (previous->known_classes && m.feasible(before) &&
+        (!exact.feasible || m.price(before) <= m.price(exact.shape) + 1e-9)) {
+      exact.shape = before;
+      exact.feasible = true;
+      exact.reason.clear();
+      r.kept_previous = true;
+    }
+    const size_t mi = size_t(fp_role::match);
+    const bool same = previous->known_classes && exact.shape.cls[mi] == before.cls[mi];
+    if (exact.feasible) {
+      assignment = assign_partitions(w.partitions, exact.shape.hosts[mi],
+                                     same ? &previous->partitions : nullptr);
+      assigned = &assignment;
+    }
+    for (size_t i = 0; i < fp_role_count; ++i) {
+      report::move mv;
+      mv.role = fp_role_name(static_cast<fp_role>(i), exact.shape.layout);
+      mv.class_before = previous->class_names[i];
+      mv.hosts_before = before.hosts[i];
+      mv.hosts_after = exact.feasible ? exact.shape.hosts[i] : 0;
+      mv.class_after = mv.hosts_after > 0 ? classes[exact.shape.cls[i]].name : "";
+      if (mv.hosts_before == 0 && mv.hosts_after == 0) continue;
+      const bool kept_class = mv.class_before == mv.class_after;
+      mv.added = !kept_class                        ? mv.hosts_after
+                 : mv.hosts_after > mv.hosts_before ? mv.hosts_after - mv.hosts_before
+                                                    : 0;
+      mv.removed = !kept_class                        ? mv.hosts_before
+                   : mv.hosts_before > mv.hosts_after ? mv.hosts_before - mv.hosts_after
+                                                      : 0;
+      if (i == mi && assigned != nullptr) {
+        // A partition moves when its host changes (every one, when the class changed).
+        std::vector<int64_t> host_before(w.partitions, -1);
+        if (same) {
+          for (size_t h = 0; h < previous->partitions.size(); ++h)
+            for (const uint32_t p : previous->partitions[h])
+              host_before[p] = static_cast<int64_t>(h);
+        }
+        for (size_t h = 0; h < assignment.size(); ++h)
+          for (const uint32_t p : assignment[h])
+            mv.partitions_moved += host_before[p] != static_cast<int64_t>(h) ? 1 : 0;
+        mv.subscriptions_moved =
+            static_cast<double>(mv.partitions_moved) * w.subscriptions / w.partitions;
+        mv.bytes_moved = mv.subscriptions_moved * m.state_bytes_per_subscription();
+      }
+      r.moves.push_back(std::move(mv));
+    }
+  }
+  r.exact = fp_plan(m, exact, "exact", assigned);
+
   r.greedy = fp_plan(m, fp_greedy(m), "greedy");
   std::string used;
   for (const auto& rp : r.exact.roles)

@@ -28,7 +28,7 @@ bool report_errors(const std::vector<fp::input_error>& errors) {
 }
 
 struct plan_options {
-  std::string workload, nodes, costs, topology = "feedplane";
+  std::string workload, nodes, costs, topology = "feedplane", previous;
   bool json = false;
 };
 
@@ -42,8 +42,17 @@ int run_plan(const plan_options& o) {
   bad = report_errors(fp::load_cost_model(o.costs, costs)) || bad;
   if (bad) return 2;
   fp::report r;
+  fp::fp_previous before;
+  if (!o.previous.empty()) {
+    if (o.topology == "cobra") {
+      fmt::print(stderr, "feedplane provision: --previous needs --topology feedplane\n");
+      return 2;
+    }
+    if (report_errors(fp::load_previous_plan(o.previous, classes, w.partitions, before))) return 2;
+  }
   const auto errors = o.topology == "cobra" ? fp::cobra_report(w, classes, costs, r)
-                                            : fp::fp_report(w, classes, costs, r);
+                                            : fp::fp_report(w, classes, costs, r,
+                                                            o.previous.empty() ? nullptr : &before);
   if (report_errors(errors)) return 2;
   const std::string out = o.json ? fp::render_json(r) : fp::render_text(r);
   std::fwrite(out.data(), 1, out.size(), stdout);
@@ -149,6 +158,9 @@ int run(int argc, char** argv) {
       ->check(CLI::IsMember({"feedplane", "cobra"}))
       ->capture_default_str();
   app.add_flag("--json", o.json, "print JSON (its shape: README.md, Provisioning)");
+  app.add_option("--previous", o.previous,
+                 "a plan printed earlier with --json: keep it if it still fits and is no dearer, "
+                 "and print the moves from it (hosts, partitions, state)");
 
   map_options mo;
   auto* map = app.add_subcommand(

@@ -39,7 +39,7 @@ void text_plan(const plan& p, std::string& out) {
     return;
   }
   out += fmt::format("{} plan: {} hosts, price {}{}\n", p.method, p.hosts(), number(p.price),
-                     p.layout.empty() ? "" : fmt::format(" ({})", p.layout));
+                     p.layout.empty() ? "" : fmt::format(" (layout {})", p.layout));
   size_t per_host_width = 8, shape_width = 8;
   for (const auto& r : p.roles) {
     per_host_width = std::max(per_host_width, r.per_host.size());
@@ -119,6 +119,21 @@ std::string render_text(const report& r) {
         number(r.max_feeds), number(r.max_feeds - w.feeds), number(r.max_subscriptions),
         number(r.max_subscriptions - w.subscriptions));
   }
+  if (r.has_previous) {
+    out += fmt::format("moves      from the previous plan{}\n",
+                       r.kept_previous ? ": it still fits and is no dearer, so it is kept" : "");
+    for (const auto& mv : r.moves) {
+      out += fmt::format("  {:<11} {} {} -> {} {} (+{} -{})", mv.role,
+                         mv.class_before.empty() ? "-" : mv.class_before, mv.hosts_before,
+                         mv.class_after.empty() ? "-" : mv.class_after, mv.hosts_after, mv.added,
+                         mv.removed);
+      if (mv.partitions_moved > 0)
+        out +=
+            fmt::format(", {} partitions move ({} subscriptions, {:.1f} MB)", mv.partitions_moved,
+                        number(std::round(mv.subscriptions_moved)), mv.bytes_moved / 1e6);
+      out += '\n';
+    }
+  }
   out += fmt::format(
       "polls      a subscription matching {:.2f}% of articles gets k = {} new items every {} s; "
       "the workload polls every {} s\n",
@@ -148,7 +163,10 @@ void json_plan(const plan& p, std::string& out) {
     for (size_t k = 0; k < resource_count; ++k)
       out += fmt::format("{}\"{}\":{:.4f}", k == 0 ? "" : ",",
                          resource_name(static_cast<resource>(k)), r.usable[k]);
-    out += fmt::format("}},\"binding\":\"{}\"}}", resource_name(r.binding()));
+    out += "},\"assignment\":[";
+    for (size_t k = 0; k < r.assignment.size(); ++k)
+      out += (k == 0 ? "" : ",") + json_string(r.assignment[k]);
+    out += fmt::format("],\"binding\":\"{}\"}}", resource_name(r.binding()));
   }
   out += "],\"steps\":[";
   for (size_t i = 0; i < p.steps.size(); ++i) out += (i == 0 ? "" : ",") + json_string(p.steps[i]);
@@ -184,6 +202,24 @@ std::string render_json(const report& r) {
   json_plan(r.greedy, out);
   out += fmt::format(",\"growth\":{{\"max_feeds\":{},\"max_subscriptions\":{}}}",
                      number(r.max_feeds), number(r.max_subscriptions));
+  if (r.has_previous) {
+    out += fmt::format(",\"moves\":{{\"kept_previous\":{},\"roles\":[",
+                       r.kept_previous ? "true" : "false");
+    for (size_t i = 0; i < r.moves.size(); ++i) {
+      const auto& mv = r.moves[i];
+      out += fmt::format(
+          "{}{{\"role\":{},\"class_before\":{},\"class_after\":{},\"hosts_before\":{},"
+          "\"hosts_after\":{},\"added\":{},\"removed\":{},\"partitions_moved\":{},"
+          "\"subscriptions_moved\":{},\"bytes_moved\":{}}}",
+          i == 0 ? "" : ",", json_string(mv.role), json_string(mv.class_before),
+          json_string(mv.class_after), mv.hosts_before, mv.hosts_after, mv.added, mv.removed,
+          mv.partitions_moved, number(std::round(mv.subscriptions_moved)),
+          number(std::round(mv.bytes_moved)));
+    }
+    out += "]}";
+  } else {
+    out += ",\"moves\":null";
+  }
   out += fmt::format(",\"poll_interval_needed_s\":{}",
                      number(std::round(r.poll_interval_needed_s * 10) / 10));
   out += "}\n";

@@ -67,6 +67,18 @@ assert r["topology"] == "feedplane" and r["exact"]["feasible"], r
 assert "nats" in roles and roles["nats"]["hosts"] >= 3, roles
 assert r["bound"]["price"] <= r["exact"]["price"] <= r["greedy"]["price"], r
 PY
+# --previous: planning again from a plan's own output moves nothing; more subscriptions
+# add hosts and move only what the new hosts take.
+"$bin" provision --workload "$m/workloads/large-100m-1b.toml" --nodes "$m/nodes/c64.toml" \
+  --costs "$m/measured.toml" --previous "$tmp/large.json" >"$tmp/again.txt" 2>/dev/null || fail "--previous: exit $?"
+grep -q "it still fits and is no dearer, so it is kept" "$tmp/again.txt" || fail "--previous: $(tail -5 "$tmp/again.txt")"
+grep -q "partitions move" "$tmp/again.txt" && fail "--previous moved partitions: $(tail -5 "$tmp/again.txt")"
+sed 's/^subscriptions = .*/subscriptions = 1_100_000_000/' "$m/workloads/large-100m-1b.toml" >"$tmp/grown.toml"
+"$bin" provision --workload "$tmp/grown.toml" --nodes "$m/nodes/c64.toml" --costs "$m/measured.toml" \
+  --previous "$tmp/large.json" >"$tmp/grown.txt" 2>/dev/null || fail "--previous grown: exit $?"
+grep -Eq "^  crawl\+match +c64-256g 79 -> c64-256g 8[0-9] \(\+[0-9]+ -0\), [0-9]+ partitions move" "$tmp/grown.txt" ||
+  fail "--previous grown: $(tail -5 "$tmp/grown.txt")"
+
 # Cobra's shipped model lacks feedplane's coefficients: the error names them.
 set +e; "$bin" provision --workload "$m/workloads/moonshot-1m-10m.toml" --nodes "$m/nodes/c64.toml" --costs "$m/cobra.toml" >/dev/null 2>"$tmp/err"; st=$?; set -e
 [ "$st" -eq 2 ] && grep -q "cobra.toml: 'coefficients.cpu_per_fetch_200': missing: the feedplane topology needs it" "$tmp/err" || fail "missing coefficient: exit $st $(cat "$tmp/err")"

@@ -19,7 +19,9 @@
 namespace feedplane::provisioner {
 
 enum class fp_layout : uint8_t { single, split, combined };
-std::string_view fp_layout_name(fp_layout l);
+inline constexpr size_t fp_layout_count = 3;
+std::string_view fp_layout_id(fp_layout l);    // "single", "split", "combined": in JSON
+std::string_view fp_layout_name(fp_layout l);  // what it means, for people
 
 enum class fp_role : uint8_t { crawl, match, nats };
 inline constexpr size_t fp_role_count = 3;
@@ -56,6 +58,8 @@ class fp_model {
   [[nodiscard]] const workload& work() const { return w_; }
   void set_work(const workload& w) { w_ = w; }
   [[nodiscard]] const std::vector<node_class>& classes() const { return classes_; }
+  // Bytes that move with a subscription when its partition changes host.
+  [[nodiscard]] double state_bytes_per_subscription() const { return c_.disk_per_sub; }
 
  private:
   // Per-host demand of each part, in resource units before headroom.
@@ -93,9 +97,37 @@ fp_result fp_greedy(const fp_model& m);
 // shape is cheaper. hosts: the bound shape's host count.
 fp_result fp_lower_bound(const fp_model& m);
 
-plan fp_plan(const fp_model& m, const fp_result& r, std::string method);
+// Whole partitions per matching host: host i's partition numbers, ascending. Without a
+// previous assignment, contiguous balanced ranges; with one, each kept host keeps what it
+// can of its own (the hosts holding most get the larger quotas), and only the rest moves.
+std::vector<std::vector<uint32_t>> assign_partitions(
+    uint32_t partitions, uint64_t hosts, const std::vector<std::vector<uint32_t>>* previous);
+// "0-341,400-410": a host's partitions as ranges; and back (false on malformed text).
+std::string partition_ranges(const std::vector<uint32_t>& parts);
+bool parse_partition_ranges(std::string_view text, uint32_t partitions, std::vector<uint32_t>& out);
 
+// A plan printed earlier with --json (its exact plan), as the starting point of --previous.
+struct fp_previous {
+  fp_shape shape;
+  bool known_classes = true;                      // every class it names is in today's node file
+  std::vector<std::string> class_names;           // per role, as it names them
+  std::vector<std::vector<uint32_t>> partitions;  // per matching host
+};
+std::vector<input_error> read_previous_plan(std::string_view json, std::string_view file,
+                                            const std::vector<node_class>& classes,
+                                            uint32_t partitions, fp_previous& out);
+std::vector<input_error> load_previous_plan(const std::string& path,
+                                            const std::vector<node_class>& classes,
+                                            uint32_t partitions, fp_previous& out);
+
+plan fp_plan(const fp_model& m, const fp_result& r, std::string method,
+             const std::vector<std::vector<uint32_t>>* assignment = nullptr);
+
+// The report; with `previous`, the plan keeps the previous shape when it still fits and is
+// no dearer than the exact one (so planning again from a plan's own output moves nothing),
+// and lists the moves from it: hosts added and removed, partitions and state moved.
 std::vector<input_error> fp_report(const workload& w, const std::vector<node_class>& classes,
-                                   const cost_model& costs, report& out);
+                                   const cost_model& costs, report& out,
+                                   const fp_previous* previous = nullptr);
 
 }  // namespace feedplane::provisioner

@@ -27,6 +27,8 @@ struct role_plan {
   std::array<double, resource_count> utilisation{};
   std::array<double, resource_count> usable{};  // the class's usable share of each
   std::array<bool, resource_count> modeled{};
+  // Matching roles: each host's partitions as ranges ("0-341,400-410").
+  std::vector<std::string> assignment;
   // The resource closest to its usable share (the one that binds the role).
   [[nodiscard]] resource binding() const;
 };

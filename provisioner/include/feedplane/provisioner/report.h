@@ -30,6 +30,16 @@ struct report {
   double max_subscriptions = 0;
   // Seconds between polls that keep a typical subscription's last k from being overrun.
   double poll_interval_needed_s = 0;
+  // --previous: one line per role and the totals, in text and JSON.
+  struct move {
+    std::string role, class_before, class_after;
+    uint64_t hosts_before = 0, hosts_after = 0, added = 0, removed = 0;
+    uint64_t partitions_moved = 0;
+    double subscriptions_moved = 0, bytes_moved = 0;
+  };
+  bool has_previous = false;
+  bool kept_previous = false;  // the previous shape still fits and is no dearer
+  std::vector<move> moves;
   [[nodiscard]] uint64_t bound() const;
 };
 
