@@ -9,6 +9,7 @@
 #include <cmath>
 #include <fstream>
 #include <limits>
+#include <numbers>
 #include <numeric>
 #include <random>
 #include <sstream>
@@ -328,7 +329,7 @@ namespace {
 double unit(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
 double normal(std::mt19937_64& rng) {
   const double u = std::max(unit(rng), 1e-300), v = unit(rng);
-  return std::sqrt(-2 * std::log(u)) * std::cos(2 * M_PI * v);
+  return std::sqrt(-2 * std::log(u)) * std::cos(2 * std::numbers::pi * v);
 }
 
 struct site {
