@@ -205,10 +205,7 @@ mapping map_min_cost(const latency_matrix& m, uint64_t capacity, uint32_t neares
   for (size_t g = 0; g < groups; ++g) {
     std::vector<uint32_t> cs(crawlers);
     std::iota(cs.begin(), cs.end(), 0U);
-    // A group larger than a crawler's capacity needs at least that many crawlers: start it
-    // with that many nearest ones more, so the pricing rounds have less to add.
-    const uint64_t spill = (m.feeds[g] + capacity - 1) / capacity;
-    const auto k = static_cast<uint32_t>(std::min<uint64_t>(nearest + spill - 1, crawlers));
+    const uint32_t k = std::min(nearest, crawlers);
     std::partial_sort(cs.begin(), cs.begin() + k, cs.end(), [&](uint32_t a, uint32_t b) {
       return m.at(g, a) != m.at(g, b) ? m.at(g, a) < m.at(g, b) : a < b;
     });
@@ -218,7 +215,7 @@ mapping map_min_cost(const latency_matrix& m, uint64_t capacity, uint32_t neares
     ++r.rounds;
     graph net;
     net.reserveNode(static_cast<int>(groups + crawlers + 1));
-    net.reserveArc(static_cast<int>(groups * (nearest + 1) + crawlers));  // grows as needed
+    net.reserveArc(static_cast<int>(groups * (nearest + 1) + crawlers));
     std::vector<graph::Node> gn(groups), cn(crawlers);
     for (auto& n : gn) n = net.addNode();
     for (auto& n : cn) n = net.addNode();
