@@ -73,6 +73,14 @@ TEST(provisioner_inputs, workload_values_and_errors) {
   ASSERT_EQ(e.size(), 2U) << joined(e);
   EXPECT_EQ(e[0].to_string(), "w.toml:1: 'workload.feeds': missing (required)");
 
+  e = fp::read_workload(
+      "[workload]\nname = \"w\"\nfeeds = 10\nsubscriptions = 100\npartitions = 1024\n", "w.toml",
+      w);
+  ASSERT_EQ(e.size(), 1U) << joined(e);
+  EXPECT_EQ(e[0].to_string(),
+            "w.toml:5: 'workload.partitions': 1024 partitions for 100 subscriptions: a partition "
+            "would be empty");
+
   e = fp::read_workload("[workload\n", "w.toml", w);
   ASSERT_EQ(e.size(), 1U);
   EXPECT_EQ(e[0].line, 1U);

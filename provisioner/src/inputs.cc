@@ -209,6 +209,12 @@ std::vector<input_error> read_workload(std::string_view text, std::string_view f
     r.number("poll_tls_share", w.poll_tls_share, 0, 1);
     r.number("match_share", w.match_share, 0, 1);
     r.number("retention_days", w.retention_days, 0, 36500);
+    // Contradictions between keys, reported at the key that has to change.
+    if (const toml::node* n = t->get("partitions");
+        n != nullptr && errors.empty() && w.partitions > w.subscriptions)
+      r.fail(*n, "partitions",
+             fmt::format("{} partitions for {:g} subscriptions: a partition would be empty",
+                         w.partitions, w.subscriptions));
     r.finish();
   }
   top.finish();
