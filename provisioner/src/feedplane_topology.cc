@@ -314,10 +314,9 @@ uint64_t match_limit(const fp_model& m) {
   return std::max<uint64_t>(1, m.work().partitions);
 }
 
-uint64_t nats_min(const fp_model& m, const fp_shape& s) {
-  (void)s;
-  (void)m;
-  return 3;
+// At least as many NATS servers as the stream has replicas.
+uint64_t nats_min(const fp_model& m) {
+  return std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(m.nats_replicas())));
 }
 
 // The search both fp_exact and fp_lower_bound run; fractional loads for the bound.
@@ -338,7 +337,7 @@ fp_result search(const fp_model& m, bool fractional) {
     bool found = false;
     fp_shape pick;
     for (size_t c = 0; c < classes; ++c) {
-      const uint64_t n = fewest(m, s, fp_role::nats, c, nats_min(m, s), max_nats, fractional);
+      const uint64_t n = fewest(m, s, fp_role::nats, c, nats_min(m), max_nats, fractional);
       if (n == 0) continue;
       fp_shape t = s;
       t.cls[size_t(fp_role::nats)] = c;
@@ -471,7 +470,7 @@ fp_result fp_brute_force(const fp_model& m, uint64_t max_hosts) {
     for (size_t cm = 0; cm < classes; ++cm)
       for (size_t cn = 0; cn < classes; ++cn)
         for (uint64_t hm = 1; hm <= match_max; ++hm)
-          for (uint64_t hn = 3; hn <= max_hosts; ++hn) {
+          for (uint64_t hn = nats_min(m); hn <= max_hosts; ++hn) {
             fp_shape s;
             s.layout = fp_layout::combined;
             s.cls[1] = cm;
@@ -504,7 +503,7 @@ fp_result fp_greedy(const fp_model& m) {
                   m.classes()[0].name, m.worst(s)));
   s.layout = fp_layout::split;
   s.hosts[0] = 1;
-  s.hosts[2] = nats_min(m, s);
+  s.hosts[2] = nats_min(m);
   const uint64_t limits[fp_role_count] = {static_cast<uint64_t>(std::ceil(m.work().feeds)),
                                           match_limit(m), max_nats};
   for (int step = 0; step < 1000; ++step) {

@@ -60,6 +60,7 @@ class fp_model {
   [[nodiscard]] const std::vector<node_class>& classes() const { return classes_; }
   // Bytes that move with a subscription when its partition changes host.
   [[nodiscard]] double state_bytes_per_subscription() const { return c_.disk_per_sub; }
+  [[nodiscard]] double nats_replicas() const { return c_.nats_replicas; }
 
  private:
   // Per-host demand of each part, in resource units before headroom.
