@@ -6,6 +6,8 @@ pkg_check_modules(deflate REQUIRED IMPORTED_TARGET libdeflate)
 pkg_check_modules(xxhash REQUIRED IMPORTED_TARGET libxxhash)
 pkg_check_modules(utf8proc REQUIRED IMPORTED_TARGET libutf8proc)
 pkg_check_modules(jemalloc IMPORTED_TARGET jemalloc)
+# The provisioner's min-cost flow (LEMON's NetworkSimplex; header templates).
+pkg_check_modules(lemon REQUIRED IMPORTED_TARGET lemon)
 find_package(hwy REQUIRED)
 find_package(simdjson REQUIRED)
 find_package(OpenSSL REQUIRED)

@@ -26,6 +26,10 @@ int run(int argc, char** argv) {
       app, &rc, "load", "feedplane-load",
       "the load harness: starts a feed farm and feedplane, loads sources and subscriptions, "
       "runs, and checks delivery (feedplane load --help)");
+  feedplane::dataplane::add_tool_command(
+      app, &rc, "provision", "feedplane-provision",
+      "the offline planner: hosts per role and class for a workload, the limit that binds "
+      "each, greedy vs exact vs the lower bound (feedplane provision --help)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
