@@ -504,6 +504,7 @@ class reflector final : public dataplane::component {
     rt::gauge* cache_articles = nullptr;
     rt::gauge* cache_bytes = nullptr;
     rt::gauge* recent_articles = nullptr;
+    rt::gauge* degraded = nullptr;
     rt::gauge* recent_postings = nullptr;
     rt::counter* backfilled = nullptr;
     rt::counter* searched = nullptr;
@@ -552,6 +553,9 @@ reflector::reflector(shard_services& s)
                                      "Articles in the shards' render caches");
   m_.cache_bytes = &reg.add_gauge("feedplane_reflector_article_cache_bytes",
                                   "Bytes of the shards' render caches");
+  m_.degraded = &reg.add_gauge("feedplane_reflector_degraded",
+                               "1 while the article cache is above 3/4 of its budget and new "
+                               "entries keep no HTML body (summed over shards)");
   m_.recent_articles = &reg.add_gauge("feedplane_reflector_recent_articles",
                                       "Articles in the backfill window (summed: shards x)");
   m_.recent_postings =
@@ -1266,8 +1270,13 @@ void reflector::remember(const rt::article& a) {
   c.source_url = a.source_url();
   c.published = a.meta().published;
   const std::string_view html = a.summary().empty() ? a.content() : a.summary();
+  // Memory pressure (Cobra's order): beyond 3/4 of the budget new entries keep no HTML
+  // body, only the core and the plain-text summary (feeds then serve that, marked), so
+  // the cache holds more articles before it evicts any.
+  const bool tight = cache_bytes_ > cache_budget_bytes_ / 4 * 3;
+  m_.degraded->set(tight ? 1 : 0);
   // Cut before sanitizing: the HTML5 parser closes whatever the cut leaves open.
-  c.summary_html.assign(html.substr(0, summary_html_max_bytes));
+  if (!tight) c.summary_html.assign(html.substr(0, summary_html_max_bytes));
   std::string text;
   matcher::html_to_text(html, text);
   std::string_view t = base::ascii_trim(text);
