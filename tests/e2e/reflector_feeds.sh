@@ -318,5 +318,13 @@ call GET /api/subscriptions "" "$dave2"; expect 401 unauthenticated
 for i in $(seq 6); do call POST /api/accounts; expect 201; done
 call POST /api/accounts; expect 429 too_many_signups
 call POST /api/accounts "" "$admin"; expect 201  # the admin token is not limited
+# API requests by route and answer status.
+curl -s "$base/metrics" >"$tmp/metrics"
+grep -q '^feedplane_api_requests_total{route="POST /api/subscriptions",status="403"} [1-9]' "$tmp/metrics" ||
+  fail "API requests by route and status: $(grep api_requests "$tmp/metrics")"
+grep -q '^feedplane_api_requests_total{route="POST /api/accounts",status="429"} [1-9]' "$tmp/metrics" ||
+  fail "bulk requests: $(grep api_requests "$tmp/metrics")"
+grep -q '^feedplane_api_requests_total{route="POST /api/subscriptions",status="201"} [1-9]' "$tmp/metrics" ||
+  fail "API requests: $(grep api_requests "$tmp/metrics")"
 stop
 echo "reflector e2e: ok"

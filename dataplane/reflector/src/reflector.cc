@@ -191,6 +191,7 @@ struct call {
   std::vector<std::string> lines;           // bulk: one result line per input line of the group
   std::vector<std::vector<uint64_t>> seqs;  // searches: the matches of each query
   std::string_view content_type = "application/json";
+  std::string route;      // "POST /api/subscriptions": counted when answered
   bool replayed = false;  // an Idempotency-Key retry answered with what the first made
   bool async = false;     // the target answers later (after the store's ack), in a reply task
   std::function<void(reflector&, call&)> on_answer;  // origin: instead of an HTTP answer
@@ -355,6 +356,18 @@ class reflector final : public dataplane::component {
   void create_subscription(net::request_context& ctx, net::http_response& r);
   void list_subscriptions(net::request_context& ctx, net::http_response& r);
   void one_subscription(net::request_context& ctx, net::http_response& r, int verb);
+  void get_subscription(net::request_context& ctx, net::http_response& r);
+  void patch_subscription(net::request_context& ctx, net::http_response& r);
+  void rotate_token(net::request_context& ctx, net::http_response& r);
+  void delete_subscription(net::request_context& ctx, net::http_response& r);
+  // API accounting: the route being handled (calls made now carry it to their answer),
+  // and its answer when it was not deferred.
+  void begin_api(std::string_view route) { route_ = route; }
+  void end_api(const net::http_response& r) {
+    if (!r.defer) count_api(route_, r.status);
+    route_ = {};
+  }
+  void count_api(std::string_view route, int status);
   void bulk(net::request_context& ctx, net::http_response& r);
   void poll(net::request_context& ctx, net::http_response& r, feed_format f);
   void preview(net::request_context& ctx, net::http_response& r);
@@ -486,6 +499,8 @@ class reflector final : public dataplane::component {
   libdeflate_compressor* gz_ = nullptr;
 
   std::deque<std::pair<uint32_t, rt::task_ptr>> outbox_;
+  std::string route_;  // the API route being handled now (begin_api .. end_api)
+  std::unordered_map<std::string, rt::counter*> api_counts_;  // by labels
   net::timer retry_;
 
   struct metrics {
@@ -504,6 +519,7 @@ class reflector final : public dataplane::component {
     rt::gauge* cache_articles = nullptr;
     rt::gauge* cache_bytes = nullptr;
     rt::gauge* recent_articles = nullptr;
+    rt::gauge* degraded = nullptr;
     rt::gauge* recent_postings = nullptr;
     rt::counter* backfilled = nullptr;
     rt::counter* searched = nullptr;
@@ -552,6 +568,9 @@ reflector::reflector(shard_services& s)
                                      "Articles in the shards' render caches");
   m_.cache_bytes = &reg.add_gauge("feedplane_reflector_article_cache_bytes",
                                   "Bytes of the shards' render caches");
+  m_.degraded = &reg.add_gauge("feedplane_reflector_degraded",
+                               "1 while the article cache is above 3/4 of its budget and new "
+                               "entries keep no HTML body (summed over shards)");
   m_.recent_articles = &reg.add_gauge("feedplane_reflector_recent_articles",
                                       "Articles in the backfill window (summed: shards x)");
   m_.recent_postings =
@@ -632,6 +651,7 @@ void reflector::finish(call& c) {
 }
 
 void reflector::answer_http(call& c) {
+  if (!c.route.empty()) count_api(c.route, c.status);
   net::http_response r;
   r.status = c.status;
   r.content_type = c.content_type;
@@ -680,11 +700,13 @@ void reflector::with_account(
   auto c = std::make_shared<call>();
   c->origin = s_.rt->index();
   c->later = r.later;
+  c->route = route_;
   auto verdict = std::make_shared<int>(401);  // written on the account's shard
   c->on_answer = [verdict, account, next = std::move(next), reserve](reflector& self, call& done) {
     auto cp = std::make_shared<call>();
     cp->origin = done.origin;
     cp->later = done.later;
+    cp->route = done.route;
     switch (*verdict) {
       case 0:
         break;
@@ -782,6 +804,7 @@ void reflector::create_account(net::request_context& ctx, net::http_response& r)
   auto c = std::make_shared<call>();
   c->origin = s_.rt->index();
   c->later = r.later;
+  c->route = route_;
   const uint32_t b = shard_of(aid);
   auto create = [aid, secret, a](reflector& owner, const call_ptr& cp) {
     if (!owner.s_.rt->can_write()) {
@@ -839,6 +862,7 @@ void reflector::create_account(net::request_context& ctx, net::http_response& r)
       auto next = std::make_shared<call>();
       next->origin = done.origin;
       next->later = done.later;
+      next->route = done.route;
       self.start_call(b, next, create, true);
     };
     const uint32_t limit = s_.cfg->api.signups_per_hour;
@@ -1266,8 +1290,13 @@ void reflector::remember(const rt::article& a) {
   c.source_url = a.source_url();
   c.published = a.meta().published;
   const std::string_view html = a.summary().empty() ? a.content() : a.summary();
+  // Memory pressure (Cobra's order): beyond 3/4 of the budget new entries keep no HTML
+  // body, only the core and the plain-text summary (feeds then serve that, marked), so
+  // the cache holds more articles before it evicts any.
+  const bool tight = cache_bytes_ > cache_budget_bytes_ / 4 * 3;
+  m_.degraded->set(tight ? 1 : 0);
   // Cut before sanitizing: the HTML5 parser closes whatever the cut leaves open.
-  c.summary_html.assign(html.substr(0, summary_html_max_bytes));
+  if (!tight) c.summary_html.assign(html.substr(0, summary_html_max_bytes));
   std::string text;
   matcher::html_to_text(html, text);
   std::string_view t = base::ascii_trim(text);
@@ -1612,6 +1641,9 @@ rendered_ptr reflector::render(subscription& s, feed_format f) {
   return out;
 }
 
+// The poll's hot path, fast because it is a token decode (done by the caller), one index
+// into the partition's slot array, a constant-time compare of 16 bytes and a reference to
+// the feed rendered and gzip'd once per change: nothing is rendered or copied per poll.
 rendered_ptr reflector::feed_of(const feed_token& t, feed_format f) {
   const uint32_t v = partitions_[t.partition].get(t.slot);
   if (v == 0) return nullptr;
@@ -2083,6 +2115,30 @@ void reflector::one_subscription(net::request_context& ctx, net::http_response& 
       });
 }
 
+void reflector::get_subscription(net::request_context& ctx, net::http_response& r) {
+  one_subscription(ctx, r, verb_get);
+}
+void reflector::patch_subscription(net::request_context& ctx, net::http_response& r) {
+  one_subscription(ctx, r, verb_patch);
+}
+void reflector::rotate_token(net::request_context& ctx, net::http_response& r) {
+  one_subscription(ctx, r, verb_rotate);
+}
+void reflector::delete_subscription(net::request_context& ctx, net::http_response& r) {
+  one_subscription(ctx, r, verb_delete);
+}
+
+void reflector::count_api(std::string_view route, int status) {
+  std::string key = fmt::format("route=\"{}\",status=\"{}\"", route, status);
+  auto it = api_counts_.find(key);
+  if (it == api_counts_.end()) {
+    rt::counter* c = &s_.rt->metrics().add_counter("feedplane_api_requests_total",
+                                                   "API requests by route and answer status", key);
+    it = api_counts_.emplace(std::move(key), c).first;
+  }
+  it->second->add();
+}
+
 // ---- bulk ----
 
 void reflector::bulk(net::request_context& ctx, net::http_response& r) {
@@ -2183,6 +2239,7 @@ void reflector::bulk(net::request_context& ctx, net::http_response& r) {
   st->answer = std::make_shared<call>();
   st->answer->origin = s_.rt->index();
   st->answer->later = r.later;
+  st->answer->route = route_;
   r.defer = true;
   s_.requests_deferred->add();
   // Step 2: each owner creates its group with one durable write.
@@ -2279,43 +2336,28 @@ void add_web_routes(net::router& routes) {
 
 void add_routes(net::router& routes, const dataplane::config&) {
   add_web_routes(routes);
-  routes.add("POST", "/api/accounts", [](net::request_context& ctx, net::http_response& r) {
-    reflector::of(ctx).create_account(ctx, r);
-  });
-  routes.add("DELETE", "/api/account", [](net::request_context& ctx, net::http_response& r) {
-    reflector::of(ctx).delete_account(ctx, r);
-  });
-  routes.add("POST", "/api/account:rotate", [](net::request_context& ctx, net::http_response& r) {
-    reflector::of(ctx).rotate_secret(ctx, r);
-  });
-  routes.add("POST", "/api/subscriptions", [](net::request_context& ctx, net::http_response& r) {
-    reflector::of(ctx).create_subscription(ctx, r);
-  });
-  routes.add("POST", "/api/preview", [](net::request_context& ctx, net::http_response& r) {
-    reflector::of(ctx).preview(ctx, r);
-  });
-  routes.add("GET", "/api/subscriptions", [](net::request_context& ctx, net::http_response& r) {
-    reflector::of(ctx).list_subscriptions(ctx, r);
-  });
-  routes.add(
-      "POST", "/api/subscriptions:bulk",
-      [](net::request_context& ctx, net::http_response& r) { reflector::of(ctx).bulk(ctx, r); });
-  routes.add("GET", "/api/subscriptions/{id}",
-             [](net::request_context& ctx, net::http_response& r) {
-               reflector::of(ctx).one_subscription(ctx, r, verb_get);
-             });
-  routes.add("PATCH", "/api/subscriptions/{id}",
-             [](net::request_context& ctx, net::http_response& r) {
-               reflector::of(ctx).one_subscription(ctx, r, verb_patch);
-             });
-  routes.add("POST", "/api/subscriptions/{id}:rotate",
-             [](net::request_context& ctx, net::http_response& r) {
-               reflector::of(ctx).one_subscription(ctx, r, verb_rotate);
-             });
-  routes.add("DELETE", "/api/subscriptions/{id}",
-             [](net::request_context& ctx, net::http_response& r) {
-               reflector::of(ctx).one_subscription(ctx, r, verb_delete);
-             });
+  // Each API route is counted by its answer's status (feedplane_api_requests_total).
+  using member = void (reflector::*)(net::request_context&, net::http_response&);
+  auto api = [&routes](std::string_view method, std::string_view pattern, member fn) {
+    const std::string route = fmt::format("{} {}", method, pattern);
+    routes.add(method, pattern, [route, fn](net::request_context& ctx, net::http_response& r) {
+      reflector& me = reflector::of(ctx);
+      me.begin_api(route);
+      (me.*fn)(ctx, r);
+      me.end_api(r);
+    });
+  };
+  api("POST", "/api/accounts", &reflector::create_account);
+  api("DELETE", "/api/account", &reflector::delete_account);
+  api("POST", "/api/account:rotate", &reflector::rotate_secret);
+  api("POST", "/api/subscriptions", &reflector::create_subscription);
+  api("POST", "/api/preview", &reflector::preview);
+  api("GET", "/api/subscriptions", &reflector::list_subscriptions);
+  api("POST", "/api/subscriptions:bulk", &reflector::bulk);
+  api("GET", "/api/subscriptions/{id}", &reflector::get_subscription);
+  api("PATCH", "/api/subscriptions/{id}", &reflector::patch_subscription);
+  api("POST", "/api/subscriptions/{id}:rotate", &reflector::rotate_token);
+  api("DELETE", "/api/subscriptions/{id}", &reflector::delete_subscription);
   for (size_t f = 0; f < feed_formats; ++f) {
     const auto fmt = feed_format(f);
     routes.add("GET", fmt::format("/f/{{token}}{}", path_suffix(fmt)),
