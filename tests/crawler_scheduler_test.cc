@@ -233,6 +233,20 @@ TEST(Scheduler, PlanFetchesAfterTheDailyBurst) {
     EXPECT_TRUE(hour == 14 || hour == 15) << i << ": " << hour;
     t = next;
   }
+  // A thousand a week: steps of sqrt(rate) mass, as many as planned over a week, and
+  // denser in the burst's hour than at night.
+  const fetch_plan dense = make_plan(h, 1000, now, p);
+  EXPECT_TRUE(dense.offsets.empty());
+  const int64_t week_start = now - now % k_week_s;
+  int fetches = 0, in_burst = 0, at_night = 0;
+  for (int64_t x = next_in_plan(dense, week_start); x < week_start + k_week_s;
+       x = next_in_plan(dense, x)) {
+    ++fetches;
+    in_burst += hour_of_week(x) % 24 == 14;
+    at_night += hour_of_week(x) % 24 == 3;
+  }
+  EXPECT_NEAR(fetches, 1000, 6);  // each step rounds up to a whole second
+  EXPECT_GT(in_burst, 3 * at_night);
   // Two a week: planned over a fortnight's period in whole fetches.
   EXPECT_EQ(make_plan(h, 2, now, p).period_s, 2 * k_week_s);
   EXPECT_EQ(make_plan(h, 2, now, p).offsets.size(), 4u);

@@ -33,8 +33,8 @@ struct history_params {
   double half_life_s = 28.0 * 86'400;  // older postings count half as much per half-life
   double prior = 8.0;      // pseudo-postings spread evenly over each histogram (shrinks noise)
   double smoothing = 0.5;  // share of an hour's postings spread to its two neighbours
-  int64_t min_span_s = 14 * 86'400;  // history enough once watched this long...
-  double min_postings = 16;          // ...or once this many postings were seen
+  int64_t min_span_s = int64_t{14} * 86'400;  // history enough once watched this long...
+  double min_postings = 16;                   // ...or once this many postings were seen
 };
 
 // What one feed's publishing taught us, in 144 bytes: a decayed count of postings, the
