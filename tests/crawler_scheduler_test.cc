@@ -87,6 +87,29 @@ TEST(Scheduler, ProfileFollowsTheHourAndDay) {
   EXPECT_GT(prof[monday + 14], 3 * prof[saturday + 14]);
 }
 
+// 16-bit bins: a feed posting 5,000 times an hour for three weeks (bins rescaled many
+// times) keeps its shape and rate.
+TEST(Scheduler, BusyFeedsRescaleTheBinsAndKeepTheirShape) {
+  const history_params p;
+  posting_history h;
+  h.watch_from(k_t0);
+  for (int d = 0; d < 21; ++d) {
+    for (int i = 0; i < 5000; ++i) h.observe(k_t0 + d * k_day + 9 * 3600 + i / 2, p);
+    h.observe(k_t0 + d * k_day + 20 * 3600, p);  // and one in the evening
+  }
+  const int64_t now = k_t0 + 21 * k_day;
+  double prof[k_week_hours];
+  h.weekly_profile(now, p, prof);
+  const uint32_t monday = 4 * 24;
+  EXPECT_GT(prof[monday + 9], 1000 * prof[monday + 3]);
+  EXPECT_GT(prof[monday + 20], prof[monday + 3]);  // one evening posting in 5,000 still shows
+  double sum = 0;
+  for (double v : prof) sum += v;
+  EXPECT_NEAR(sum / k_week_hours / 3600 / h.rate(now, p), 1, 1e-9);
+  // The decayed count over the decayed window: the steady rate, 5,001 a day.
+  EXPECT_NEAR(h.rate(now, p) * k_day, 5001, 5001 * 0.1);
+}
+
 TEST(Scheduler, HistoryRoundTrips) {
   const history_params p;
   posting_history h;

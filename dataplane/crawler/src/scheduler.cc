@@ -22,6 +22,9 @@ int64_t posting_time(bool has_published, int64_t published_s, int64_t previous_f
 
 // ---------------------------------------------------------------- posting_history
 
+// Every feed holds one (issue 10: <= 1 KiB per feed, everything included).
+static_assert(sizeof(posting_history) <= 88);
+
 namespace {
 double decay(double dt_s, const history_params& p) {
   return dt_s <= 0 ? 1.0 : std::exp2(-dt_s / p.half_life_s);
@@ -31,10 +34,30 @@ double decay(double dt_s, const history_params& p) {
 void posting_history::decay_to(int64_t t_s, const history_params& p) {
   if (t_s <= updated_s_) return;
   const auto f = float(decay(double(t_s - updated_s_), p));
-  for (float& v : hour_) v *= f;
-  for (float& v : day_) v *= f;
+  unit_ *= f;
   count_ *= f;
   updated_s_ = t_s;
+  if (unit_ < 1e-30f) {  // decades of silence: the shape is gone anyway
+    const int64_t since = since_s_;
+    *this = posting_history();
+    since_s_ = since;
+    updated_s_ = t_s;
+  }
+}
+
+// Adds postings to one hour bin and one day bin. When a bin would pass 65,535 steps,
+// every bin is rescaled (halved, or more) first: a posting stays at least 16 steps while
+// no bin holds more than 2,000 decayed postings.
+void posting_history::add(uint16_t* bin, uint16_t* other, double postings) {
+  double steps = postings / unit_;
+  while (double(*bin) + steps > 65'535 || double(*other) + steps > 65'535) {
+    for (uint16_t& v : hour_) v = uint16_t(v / 2);
+    for (uint16_t& v : day_) v = uint16_t(v / 2);
+    unit_ *= 2;
+    steps /= 2;
+  }
+  *bin = uint16_t(std::lround(double(*bin) + steps));
+  *other = uint16_t(std::lround(double(*other) + steps));
 }
 
 void posting_history::observe(int64_t t_s, const history_params& p) {
@@ -46,8 +69,7 @@ void posting_history::observe(int64_t t_s, const history_params& p) {
     w = float(decay(double(updated_s_ - t_s), p));
   }
   const uint32_t h = hour_of_week(t_s);
-  hour_[h % 24] += w;
-  day_[h / 24] += w;
+  add(&hour_[h % 24], &day_[h / 24], w);
   count_ += w;
 }
 
@@ -83,12 +105,13 @@ void posting_history::weekly_profile(int64_t now_s, const history_params& p,
   double hs[24], ds[7];
   double hsum = 0, dsum = 0;
   for (int i = 0; i < 24; ++i) {
-    hs[i] = p.smoothing / 2 * (hour_[(i + 23) % 24] + hour_[(i + 1) % 24]) +
-            (1 - p.smoothing) * hour_[i] + p.prior / 24;
+    hs[i] = unit_ * (p.smoothing / 2 * (hour_[(i + 23) % 24] + hour_[(i + 1) % 24]) +
+                     (1 - p.smoothing) * hour_[i]) +
+            p.prior / 24;
     hsum += hs[i];
   }
   for (int d = 0; d < 7; ++d) {
-    ds[d] = day_[d] + p.prior / 7;
+    ds[d] = unit_ * day_[d] + p.prior / 7;
     dsum += ds[d];
   }
   const double per_hour = rate(now_s, p) * 3600;
@@ -98,6 +121,10 @@ void posting_history::weekly_profile(int64_t now_s, const history_params& p,
 }
 
 namespace {
+void put_u16(std::string& o, uint16_t v) {
+  o.push_back(char(uint8_t(v)));
+  o.push_back(char(uint8_t(v >> 8)));
+}
 void put_u32(std::string& o, uint32_t v) {
   for (int i = 0; i < 4; ++i) o.push_back(char(uint8_t(v >> (8 * i))));
 }
@@ -113,8 +140,9 @@ uint64_t get(std::string_view& in, int bytes) {
 }  // namespace
 
 void posting_history::encode(std::string& out) const {
-  for (float v : hour_) put_u32(out, std::bit_cast<uint32_t>(v));
-  for (float v : day_) put_u32(out, std::bit_cast<uint32_t>(v));
+  for (uint16_t v : hour_) put_u16(out, v);
+  for (uint16_t v : day_) put_u16(out, v);
+  put_u32(out, std::bit_cast<uint32_t>(unit_));
   put_u32(out, std::bit_cast<uint32_t>(count_));
   put_u64(out, uint64_t(since_s_));
   put_u64(out, uint64_t(updated_s_));
@@ -122,8 +150,9 @@ void posting_history::encode(std::string& out) const {
 
 bool posting_history::decode(std::string_view in) {
   if (in.size() != k_encoded_size) return false;
-  for (float& v : hour_) v = std::bit_cast<float>(uint32_t(get(in, 4)));
-  for (float& v : day_) v = std::bit_cast<float>(uint32_t(get(in, 4)));
+  for (uint16_t& v : hour_) v = uint16_t(get(in, 2));
+  for (uint16_t& v : day_) v = uint16_t(get(in, 2));
+  unit_ = std::bit_cast<float>(uint32_t(get(in, 4)));
   count_ = std::bit_cast<float>(uint32_t(get(in, 4)));
   since_s_ = int64_t(get(in, 8));
   updated_s_ = int64_t(get(in, 8));
