@@ -87,6 +87,29 @@ TEST(Scheduler, ProfileFollowsTheHourAndDay) {
   EXPECT_GT(prof[monday + 14], 3 * prof[saturday + 14]);
 }
 
+// 16-bit bins: a feed posting 5,000 times an hour for three weeks (bins rescaled many
+// times) keeps its shape and rate.
+TEST(Scheduler, BusyFeedsRescaleTheBinsAndKeepTheirShape) {
+  const history_params p;
+  posting_history h;
+  h.watch_from(k_t0);
+  for (int d = 0; d < 21; ++d) {
+    for (int i = 0; i < 5000; ++i) h.observe(k_t0 + d * k_day + 9 * 3600 + i / 2, p);
+    h.observe(k_t0 + d * k_day + 20 * 3600, p);  // and one in the evening
+  }
+  const int64_t now = k_t0 + 21 * k_day;
+  double prof[k_week_hours];
+  h.weekly_profile(now, p, prof);
+  const uint32_t monday = 4 * 24;
+  EXPECT_GT(prof[monday + 9], 1000 * prof[monday + 3]);
+  EXPECT_GT(prof[monday + 20], prof[monday + 3]);  // one evening posting in 5,000 still shows
+  double sum = 0;
+  for (double v : prof) sum += v;
+  EXPECT_NEAR(sum / k_week_hours / 3600 / h.rate(now, p), 1, 1e-9);
+  // The decayed count over the decayed window: the steady rate, 5,001 a day.
+  EXPECT_NEAR(h.rate(now, p) * k_day, 5001, 5001 * 0.1);
+}
+
 TEST(Scheduler, HistoryRoundTrips) {
   const history_params p;
   posting_history h;
@@ -233,6 +256,20 @@ TEST(Scheduler, PlanFetchesAfterTheDailyBurst) {
     EXPECT_TRUE(hour == 14 || hour == 15) << i << ": " << hour;
     t = next;
   }
+  // A thousand a week: steps of sqrt(rate) mass, as many as planned over a week, and
+  // denser in the burst's hour than at night.
+  const fetch_plan dense = make_plan(h, 1000, now, p);
+  EXPECT_TRUE(dense.offsets.empty());
+  const int64_t week_start = now - now % k_week_s;
+  int fetches = 0, in_burst = 0, at_night = 0;
+  for (int64_t x = next_in_plan(dense, week_start); x < week_start + k_week_s;
+       x = next_in_plan(dense, x)) {
+    ++fetches;
+    in_burst += hour_of_week(x) % 24 == 14;
+    at_night += hour_of_week(x) % 24 == 3;
+  }
+  EXPECT_NEAR(fetches, 1000, 6);  // each step rounds up to a whole second
+  EXPECT_GT(in_burst, 3 * at_night);
   // Two a week: planned over a fortnight's period in whole fetches.
   EXPECT_EQ(make_plan(h, 2, now, p).period_s, 2 * k_week_s);
   EXPECT_EQ(make_plan(h, 2, now, p).offsets.size(), 4u);

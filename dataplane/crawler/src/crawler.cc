@@ -79,8 +79,7 @@ constexpr const char* k_reason_text[] = {
     "the server asked to retry after (429/503 Retry-After)",
     "the response is fresh until then (Cache-Control max-age / Expires)",
     "disabled: the feed answered 410 Gone",
-    "fetch budget (Sia and Cho: the feed's share for sqrt(weight x posting rate), placed "
-    "where its weekly profile says postings pile up)",
+    "fetch budget: its share for sqrt(weight x posting rate), placed on its weekly profile",
 };
 
 int64_t wall_ms() {

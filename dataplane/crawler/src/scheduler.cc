@@ -22,6 +22,9 @@ int64_t posting_time(bool has_published, int64_t published_s, int64_t previous_f
 
 // ---------------------------------------------------------------- posting_history
 
+// Every feed holds one (issue 10: <= 1 KiB per feed, everything included).
+static_assert(sizeof(posting_history) <= 88);
+
 namespace {
 double decay(double dt_s, const history_params& p) {
   return dt_s <= 0 ? 1.0 : std::exp2(-dt_s / p.half_life_s);
@@ -31,10 +34,30 @@ double decay(double dt_s, const history_params& p) {
 void posting_history::decay_to(int64_t t_s, const history_params& p) {
   if (t_s <= updated_s_) return;
   const auto f = float(decay(double(t_s - updated_s_), p));
-  for (float& v : hour_) v *= f;
-  for (float& v : day_) v *= f;
+  unit_ *= f;
   count_ *= f;
   updated_s_ = t_s;
+  if (unit_ < 1e-30f) {  // decades of silence: the shape is gone anyway
+    const int64_t since = since_s_;
+    *this = posting_history();
+    since_s_ = since;
+    updated_s_ = t_s;
+  }
+}
+
+// Adds postings to one hour bin and one day bin. When a bin would pass 65,535 steps,
+// every bin is rescaled (halved, or more) first: a posting stays at least 16 steps while
+// no bin holds more than 2,000 decayed postings.
+void posting_history::add(uint16_t* bin, uint16_t* other, double postings) {
+  double steps = postings / unit_;
+  while (double(*bin) + steps > 65'535 || double(*other) + steps > 65'535) {
+    for (uint16_t& v : hour_) v = uint16_t(v / 2);
+    for (uint16_t& v : day_) v = uint16_t(v / 2);
+    unit_ *= 2;
+    steps /= 2;
+  }
+  *bin = uint16_t(std::lround(double(*bin) + steps));
+  *other = uint16_t(std::lround(double(*other) + steps));
 }
 
 void posting_history::observe(int64_t t_s, const history_params& p) {
@@ -46,8 +69,7 @@ void posting_history::observe(int64_t t_s, const history_params& p) {
     w = float(decay(double(updated_s_ - t_s), p));
   }
   const uint32_t h = hour_of_week(t_s);
-  hour_[h % 24] += w;
-  day_[h / 24] += w;
+  add(&hour_[h % 24], &day_[h / 24], w);
   count_ += w;
 }
 
@@ -83,12 +105,13 @@ void posting_history::weekly_profile(int64_t now_s, const history_params& p,
   double hs[24], ds[7];
   double hsum = 0, dsum = 0;
   for (int i = 0; i < 24; ++i) {
-    hs[i] = p.smoothing / 2 * (hour_[(i + 23) % 24] + hour_[(i + 1) % 24]) +
-            (1 - p.smoothing) * hour_[i] + p.prior / 24;
+    hs[i] = unit_ * (p.smoothing / 2 * (hour_[(i + 23) % 24] + hour_[(i + 1) % 24]) +
+                     (1 - p.smoothing) * hour_[i]) +
+            p.prior / 24;
     hsum += hs[i];
   }
   for (int d = 0; d < 7; ++d) {
-    ds[d] = day_[d] + p.prior / 7;
+    ds[d] = unit_ * day_[d] + p.prior / 7;
     dsum += ds[d];
   }
   const double per_hour = rate(now_s, p) * 3600;
@@ -98,6 +121,10 @@ void posting_history::weekly_profile(int64_t now_s, const history_params& p,
 }
 
 namespace {
+void put_u16(std::string& o, uint16_t v) {
+  o.push_back(char(uint8_t(v)));
+  o.push_back(char(uint8_t(v >> 8)));
+}
 void put_u32(std::string& o, uint32_t v) {
   for (int i = 0; i < 4; ++i) o.push_back(char(uint8_t(v >> (8 * i))));
 }
@@ -113,8 +140,9 @@ uint64_t get(std::string_view& in, int bytes) {
 }  // namespace
 
 void posting_history::encode(std::string& out) const {
-  for (float v : hour_) put_u32(out, std::bit_cast<uint32_t>(v));
-  for (float v : day_) put_u32(out, std::bit_cast<uint32_t>(v));
+  for (uint16_t v : hour_) put_u16(out, v);
+  for (uint16_t v : day_) put_u16(out, v);
+  put_u32(out, std::bit_cast<uint32_t>(unit_));
   put_u32(out, std::bit_cast<uint32_t>(count_));
   put_u64(out, uint64_t(since_s_));
   put_u64(out, uint64_t(updated_s_));
@@ -122,8 +150,9 @@ void posting_history::encode(std::string& out) const {
 
 bool posting_history::decode(std::string_view in) {
   if (in.size() != k_encoded_size) return false;
-  for (float& v : hour_) v = std::bit_cast<float>(uint32_t(get(in, 4)));
-  for (float& v : day_) v = std::bit_cast<float>(uint32_t(get(in, 4)));
+  for (uint16_t& v : hour_) v = uint16_t(get(in, 2));
+  for (uint16_t& v : day_) v = uint16_t(get(in, 2));
+  unit_ = std::bit_cast<float>(uint32_t(get(in, 4)));
   count_ = std::bit_cast<float>(uint32_t(get(in, 4)));
   since_s_ = int64_t(get(in, 8));
   updated_s_ = int64_t(get(in, 8));
@@ -211,22 +240,32 @@ class periodic_rate {
 
 // The point in [a, b] minimising delay(a, t) + delay(t, b): inside a cell of rate c the
 // derivative L(t) - L(a) - c (b - t) is linear in t, so each cell's minimum is its root
-// clamped to the cell (the left end when c = 0: the derivative is then >= 0).
+// clamped to the cell (the left end when c = 0: the derivative is then >= 0). Why it is
+// cheap: L and M are carried from cell to cell, a few multiplications per cell.
 double best_between(const periodic_rate& pr, double a, double b) {
   const double w = pr.width();
-  double best = a, best_cost = pr.delay(a, b);
-  const double la = pr.l(a);
-  for (auto k = int64_t(std::floor(a / w)); double(k) * w < b; ++k) {
-    const double cu = double(k) * w;
+  const double la = pr.l(a), ma = pr.m(a), lb = pr.l(b), mb = pr.m(b);
+  // delay(a, t) + delay(t, b) from L(t) and M(t).
+  const auto cost_at = [&](double t, double lt, double mt) {
+    return t * (lt - la) - (mt - ma) + b * (lb - lt) - (mb - mt);
+  };
+  double best = a, best_cost = cost_at(a, la, ma);
+  auto k = int64_t(std::floor(a / w));
+  double cu = double(k) * w;
+  double lu = pr.l(cu), mu = pr.m(cu);  // L and M at the cell's start
+  for (; cu < b; ++k, cu = double(k) * w) {
     const double u = std::max(a, cu), v = std::min(b, cu + w);
     const double c = pr.rate_of_cell(k);
     double t = u;
-    if (c > 0) t = std::clamp((c * (b + cu) - (pr.l(cu) - la)) / (2 * c), u, v);
-    const double cost = pr.delay(a, t) + pr.delay(t, b);
+    if (c > 0) t = std::clamp((c * (b + cu) - (lu - la)) / (2 * c), u, v);
+    const double cost = cost_at(t, lu + c * (t - cu), mu + c * (t * t - cu * cu) / 2);
     if (cost < best_cost) {
       best_cost = cost;
       best = t;
     }
+    const double next = cu + w;
+    mu += c * (next * next - cu * cu) / 2;
+    lu += c * w;
   }
   return best;
 }
@@ -296,7 +335,7 @@ std::vector<double> place_retrievals(std::span<const double> cell_rate, double p
   // Refine: each point to the best place between its neighbours (Equation 3 at a minimum),
   // the first and last seeing each other across the period. The work is bounded (about
   // 50,000 point moves): many points start close to the optimum already.
-  const int sweeps = int(std::clamp<uint32_t>(20'000 / m, 10, 40));
+  const int sweeps = int(std::clamp<uint32_t>(2'000 / m, 4, 40));
   for (int sweep = 0; sweep < sweeps; ++sweep) {
     double moved = 0;
     for (uint32_t j = 0; j < m; ++j) {

@@ -33,11 +33,11 @@ struct history_params {
   double half_life_s = 28.0 * 86'400;  // older postings count half as much per half-life
   double prior = 8.0;      // pseudo-postings spread evenly over each histogram (shrinks noise)
   double smoothing = 0.5;  // share of an hour's postings spread to its two neighbours
-  int64_t min_span_s = 14 * 86'400;  // history enough once watched this long...
-  double min_postings = 16;          // ...or once this many postings were seen
+  int64_t min_span_s = int64_t{14} * 86'400;  // history enough once watched this long...
+  double min_postings = 16;                   // ...or once this many postings were seen
 };
 
-// What one feed's publishing taught us, in 144 bytes: a decayed count of postings, the
+// What one feed's publishing taught us, in 88 bytes: a decayed count of postings, the
 // window it was counted over, and decayed hour-of-day and day-of-week histograms whose
 // product is the hour-of-week profile (31 numbers learn faster than 168 and hold the
 // daily and weekly cycles the paper found). Owned by the feed's shard; not thread-safe.
@@ -61,15 +61,21 @@ class posting_history {
   // Persistence (little-endian, k_encoded_size bytes; decode refuses anything else).
   void encode(std::string& out) const;
   bool decode(std::string_view in);
-  static constexpr size_t k_encoded_size = 31 * 4 + 4 + 2 * 8;
+  static constexpr size_t k_encoded_size = 31 * 2 + 2 * 4 + 2 * 8;
 
  private:
   void decay_to(int64_t t_s, const history_params& p);
 
-  float hour_[24] = {};  // decayed postings by UTC hour of day, as of updated_s_
-  float day_[7] = {};    // decayed postings by day of week (0 = Thursday), as of updated_s_
-  float count_ = 0;      // decayed postings, as of updated_s_
-  int64_t since_s_ = 0;  // the window's start (0: never watched)
+  void add(uint16_t* bin, uint16_t* other, double postings);
+
+  // Decayed postings by UTC hour of day and by day of week (0 = Thursday) are
+  // bin * unit_: decay scales unit_ alone, never the bins (no rounding per step); the
+  // bins are rescaled only when one would overflow.
+  uint16_t hour_[24] = {};
+  uint16_t day_[7] = {};
+  float unit_ = 1.0f / 64;  // postings per bin step, as of updated_s_
+  float count_ = 0;         // decayed postings, as of updated_s_
+  int64_t since_s_ = 0;     // the window's start (0: never watched)
   int64_t updated_s_ = 0;
 };
 
