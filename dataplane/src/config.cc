@@ -408,15 +408,20 @@ net::server_options server_options_from(const server_config& c) {
 std::string render_config(const config& c) {
   std::string out =
       "# feedplane configuration. Every key is optional; shown values are in effect.\n";
-  std::string_view section;
+  // Sections in order of first appearance, each with all its options (a TOML table may be
+  // defined once, wherever its options stand in the table above).
+  std::vector<std::string_view> sections;
   for (const auto& o : options()) {
-    auto dot = o.key.find('.');
-    std::string_view sec = o.key.substr(0, dot);
-    if (sec != section) {
-      out += fmt::format("\n[{}]\n", sec);
-      section = sec;
+    const std::string_view sec = o.key.substr(0, o.key.find('.'));
+    if (std::find(sections.begin(), sections.end(), sec) == sections.end()) sections.push_back(sec);
+  }
+  for (std::string_view sec : sections) {
+    out += fmt::format("\n[{}]\n", sec);
+    for (const auto& o : options()) {
+      const auto dot = o.key.find('.');
+      if (o.key.substr(0, dot) != sec) continue;
+      out += fmt::format("# {}\n{} = {}\n", o.doc, o.key.substr(dot + 1), o.print(c));
     }
-    out += fmt::format("# {}\n{} = {}\n", o.doc, o.key.substr(dot + 1), o.print(c));
   }
   return out;
 }
