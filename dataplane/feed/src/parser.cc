@@ -1068,8 +1068,10 @@ error_code take_str(od::value v, size_t depth, std::string_view& s, bool& got) {
   od::json_type t{};
   if (error_code e = v.type().get(t)) return e;
   if (t != od::json_type::string) return skip_value(v, depth);
+  // `got` only once s holds the string: on an error s is left unspecified.
+  if (error_code e = v.get_string().get(s)) return e;
   got = true;
-  return v.get_string().get(s);
+  return SUCCESS;
 }
 
 // A field's value: a string into slot (first occurrence wins), anything else skipped.
