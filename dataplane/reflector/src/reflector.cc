@@ -75,9 +75,20 @@ struct cached_article {
   std::string title, link, guid, source_url, summary;
   std::string summary_html;  // as the source gave it: sanitized when a feed is rendered
   int64_t published = 0;
+  // The article's distinct word hashes (matcher::word_hash), sorted: the matched words of
+  // a subscription are its positive words found here, whether the match was in the title,
+  // the summary or the content (which the cache does not keep).
+  std::vector<uint64_t> words;
   size_t bytes() const {
     return sizeof(*this) + title.size() + link.size() + guid.size() + source_url.size() +
-           summary.size() + summary_html.size();
+           summary.size() + summary_html.size() + words.capacity() * sizeof(uint64_t);
+  }
+  std::vector<std::string> matched(const std::vector<std::string>& positive) const {
+    std::vector<std::string> out;
+    for (const std::string& w : positive) {
+      if (std::binary_search(words.begin(), words.end(), matcher::word_hash(w))) out.push_back(w);
+    }
+    return out;
   }
 };
 
@@ -1289,6 +1300,10 @@ void reflector::remember(const rt::article& a) {
   c.guid = a.guid();
   c.source_url = a.source_url();
   c.published = a.meta().published;
+  const matcher::article_view v = a.words();
+  c.words.reserve(v.distinct());
+  for (size_t d = 0; d < v.distinct(); ++d) c.words.push_back(v.hash(v.first(d)));
+  std::sort(c.words.begin(), c.words.end());
   const std::string_view html = a.summary().empty() ? a.content() : a.summary();
   // Memory pressure (Cobra's order): beyond 3/4 of the budget new entries keep no HTML
   // body, only the core and the plain-text summary (feeds then serve that, marked), so
@@ -1615,7 +1630,7 @@ rendered_ptr reflector::render(subscription& s, feed_format f) {
     it.source_url = a->source_url;
     it.summary = a->summary;
     it.published = a->published;
-    it.matched = words_in(s.words, {a->title, a->summary});
+    it.matched = a->matched(s.words);
     // Once per change of the list, not per poll; the cache keeps the source's HTML.
     if (!a->summary_html.empty()) sanitize_html(a->summary_html, it.matched, it.summary_html);
     items.push_back(std::move(it));
