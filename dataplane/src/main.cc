@@ -7,9 +7,10 @@ namespace {
 
 int run(int argc, char** argv) {
   CLI::App app{
-      "feedplane: a feed aggregation data plane, being built. Today: fetch and parse "
-      "RSS/Atom/JSON feeds, match articles against keyword subscriptions, and serve "
-      "/healthz, /metrics and static files (private feeds per subscription come later)."};
+      "feedplane: a feed aggregation data plane. `feedplane serve` crawls RSS/Atom/JSON feeds, "
+      "matches every new article against keyword subscriptions and serves each subscription's "
+      "matches as a private feed; the other subcommands fetch, parse, match, plan and load-test "
+      "from the command line."};
   app.require_subcommand(1);
   app.set_version_flag("--version", "feedplane 0.1");
   int rc = 0;

@@ -58,6 +58,6 @@ for line in bad:
     print("README:", line)
 sys.exit(1 if bad else 0)
 PY
-"$bin" --help | grep -qi "serves each subscription's matches as a private feed" && fail "--help claims private feeds"
+"$bin" --help | grep -qi "serves each subscription's matches as a private feed" || fail "--help does not say what serve does (private feeds)"
 if "$bin" nosuchcommand 2>/dev/null; then fail "unknown subcommand accepted"; fi
 echo "cli ok"
