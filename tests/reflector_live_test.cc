@@ -212,6 +212,16 @@ http_test::response request(int port, const std::string& method, const std::stri
   return http_test::one_shot(port, req);
 }
 
+// Moves each article into the vector: an initializer list would keep a copy of every
+// reference alive until the write returned, and the store may set an article's sequence only
+// while it holds the sole reference (article::set_seq asserts it in debug builds).
+template <class... A>
+std::vector<rt::article_ref> refs(A&&... a) {
+  std::vector<rt::article_ref> v;
+  (v.push_back(std::forward<A>(a)), ...);
+  return v;
+}
+
 rt::article_ref article(const std::string& title, const std::string& guid, uint64_t replaces) {
   rt::article_builder b;
   b.title = title;
@@ -303,8 +313,8 @@ TEST(reflector_live, articles_written_while_serving_reach_the_feeds) {
   EXPECT_TRUE(empty.titles.empty());
 
   const uint64_t s1 =
-      srv.write({article("Rust and Tokio one", "r1", 0), article("Linux kernel", "l1", 0),
-                 article("Linux and Windows", "l2", 0)});
+      srv.write(refs(article("Rust and Tokio one", "r1", 0), article("Linux kernel", "l1", 0),
+                     article("Linux and Windows", "l2", 0)));
   feed_state f = poll_until(port, rust, 1, "Rust and Tokio one");
   EXPECT_EQ(f.seqs, std::vector<uint64_t>{s1});
   EXPECT_NE(f.etag, empty.etag) << "new content, new tag";
@@ -323,12 +333,12 @@ TEST(reflector_live, articles_written_while_serving_reach_the_feeds) {
 
   // More matches than k = 3: the newest three, newest first; an update of the first entry
   // (which left the list) comes back as new, an update of a listed one swaps in place.
-  const uint64_t s2 =
-      srv.write({article("Rust and Tokio two", "r2", 0), article("Rust and Tokio three", "r3", 0),
-                 article("Rust and Tokio four", "r4", 0)});
+  const uint64_t s2 = srv.write(refs(article("Rust and Tokio two", "r2", 0),
+                                     article("Rust and Tokio three", "r3", 0),
+                                     article("Rust and Tokio four", "r4", 0)));
   f = poll_until(port, rust, 3, "Rust and Tokio four");
   EXPECT_EQ(f.seqs, (std::vector<uint64_t>{s2 + 2, s2 + 1, s2}));
-  const uint64_t s3 = srv.write({article("Rust and Tokio three, updated", "r3", s2 + 1)});
+  const uint64_t s3 = srv.write(refs(article("Rust and Tokio three, updated", "r3", s2 + 1)));
   f = poll_until(port, rust, 3, "Rust and Tokio four", "Rust and Tokio three, updated");
   EXPECT_EQ(f.titles,
             (std::vector<std::string>{"Rust and Tokio four", "Rust and Tokio three, updated",
