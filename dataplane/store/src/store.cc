@@ -99,6 +99,8 @@ struct store::impl {
   std::vector<rocksdb::ColumnFamilyHandle*> handles;  // every handle opened, to destroy
 
   std::thread thread;
+  // Set by stop() on the owner thread, polled by the store thread: relaxed is enough, it
+  // publishes no data (the thread only leaves its loops; join() orders the rest).
   std::atomic<bool> stop_requested{false};
 
   // ---- store thread only ----
