@@ -410,6 +410,7 @@ void run_shard(shard_thread& s, const config& cfg, const net::router& routes, ru
   if (l == nullptr) {
     s.error = fmt::format("shard {}: {}", s.index, err);
     close(s.listen_fd);
+    // release: pairs with main's acquire load of state; `error` is written before it.
     s.state.store(-1, std::memory_order_release);
     return;
   }
@@ -426,6 +427,7 @@ void run_shard(shard_thread& s, const config& cfg, const net::router& routes, ru
     if (!client) {
       s.error = fmt::format("shard {}: HTTP client: {}", s.index, err);
       close(s.listen_fd);
+      // release: pairs with main's acquire load of state; `error` is written before it.
       s.state.store(-1, std::memory_order_release);
       return;
     }
@@ -445,9 +447,11 @@ void run_shard(shard_thread& s, const config& cfg, const net::router& routes, ru
     if (!srv.start(s.listen_fd)) {
       s.error = fmt::format("shard {}: cannot start accepting", s.index);
       close(s.listen_fd);
+      // release: pairs with main's acquire load of state; `error` is written before it.
       s.state.store(-1, std::memory_order_release);
       return;
     }
+    // release: pairs with main's acquire load of state; the loop is registered before it.
     s.state.store(1, std::memory_order_release);
     // Every shard registered its loop with the mesh before the store starts sending. The
     // acquire pairs with main's release of `go` after db->start().

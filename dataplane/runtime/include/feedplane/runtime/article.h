@@ -80,6 +80,8 @@ class article {
   // `sequenced_ms` (unix milliseconds) is when the store took it into a group commit: with
   // meta().fetched_ms, the fetch-to-sequencer part of the intra-network latency.
   void set_seq(uint64_t s, int64_t sequenced_ms = 0) {
+    // acquire: pairs with the acq_rel decrement of the last other holder's drop, so that
+    // holder's reads are done before these writes.
     assert(refs_.load(std::memory_order_acquire) == 1);
     h_.seq = s;
     h_.sequenced_ms = sequenced_ms;

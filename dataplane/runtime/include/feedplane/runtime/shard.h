@@ -84,6 +84,7 @@ class mesh {
 
   // The shard's loop, once it runs (any thread: acquire pairs with set_loop's release).
   net::loop* loop(uint32_t s) const { return loops_[s].load(std::memory_order_acquire); }
+  // release: pairs with loop()'s acquire, so a thread that finds the loop sees it built.
   void set_loop(uint32_t s, net::loop* l) { loops_[s].store(l, std::memory_order_release); }
   // The slot holding shard s's loop (for wake-up callbacks that outlive a lookup).
   std::atomic<net::loop*>* loop_slot(uint32_t s) { return &loops_[s]; }
