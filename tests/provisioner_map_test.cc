@@ -1,7 +1,10 @@
-// Feed-to-crawler mapping (issue 14, seed 000 3.7): min-cost against brute force per feed,
-// never worse than Cobra's first-fit, capacities respected; the CSV reader's errors; the
-// latency generator's shape.
+// Feed-to-crawler mapping (issue 14, seed 000 3.7): min-cost against brute force per feed
+// and against LEMON's NetworkSimplex on the dense graph, never worse than Cobra's first-fit,
+// capacities respected, at most C - 1 groups split; the CSV reader's errors; the latency
+// generator's shape.
 #include <gtest/gtest.h>
+#include <lemon/network_simplex.h>
+#include <lemon/smart_graph.h>
 
 #include <algorithm>
 #include <random>
@@ -18,6 +21,37 @@ std::string joined(const std::vector<fp::input_error>& errors) {
   std::string s;
   for (const auto& e : errors) s += e.to_string() + "\n";
   return s;
+}
+
+// The dense optimum by a textbook solver: every group-to-crawler arc, capacity per crawler.
+int64_t dense_optimum(const fp::latency_matrix& m, uint64_t capacity) {
+  using graph = lemon::SmartDigraph;
+  graph net;
+  std::vector<graph::Node> gn, cn;
+  for (size_t g = 0; g < m.groups.size(); ++g) gn.push_back(net.addNode());
+  for (uint32_t c = 0; c < m.crawlers; ++c) cn.push_back(net.addNode());
+  const graph::Node sink = net.addNode();
+  graph::ArcMap<int64_t> cost(net), cap(net);
+  graph::NodeMap<int64_t> supply(net, 0);
+  for (size_t g = 0; g < m.groups.size(); ++g) {
+    supply[gn[g]] = static_cast<int64_t>(m.feeds[g]);
+    for (uint32_t c = 0; c < m.crawlers; ++c) {
+      const graph::Arc a = net.addArc(gn[g], cn[c]);
+      cost[a] = m.at(g, c);
+      cap[a] = static_cast<int64_t>(m.feeds[g]);
+    }
+  }
+  for (uint32_t c = 0; c < m.crawlers; ++c) {
+    const graph::Arc a = net.addArc(cn[c], sink);
+    cost[a] = 0;
+    cap[a] = static_cast<int64_t>(capacity);
+  }
+  supply[sink] = -static_cast<int64_t>(m.total_feeds);
+  lemon::NetworkSimplex<graph, int64_t, int64_t> ns(net);
+  ns.upperMap(cap).costMap(cost).supplyMap(supply);
+  using simplex = lemon::NetworkSimplex<graph, int64_t, int64_t>;
+  EXPECT_EQ(ns.run(), simplex::OPTIMAL);
+  return ns.totalCost();
 }
 
 void expect_valid(const fp::latency_matrix& m, const fp::mapping& r, uint64_t capacity) {
@@ -52,33 +86,58 @@ TEST(provisioner_map, min_cost_equals_brute_force_per_feed) {
     }
     const uint64_t capacity = (m.total_feeds + m.crawlers - 1) / m.crawlers + rng() % 2;
     const auto bf = fp::map_brute_force(m, capacity);
-    const auto mc = fp::map_min_cost(m, capacity, 1);
+    const auto mc = fp::map_min_cost(m, capacity);
     expect_valid(m, mc, capacity);
     EXPECT_EQ(mc.total_cost, bf.total_cost) << i;
     EXPECT_LE(mc.total_cost, fp::map_first_fit(m, capacity).total_cost) << i;
   }
 }
 
-TEST(provisioner_map, min_cost_never_loses_to_first_fit) {
-  int sparse_rounds = 0;
-  for (uint64_t seed = 1; seed <= 12; ++seed) {
+TEST(provisioner_map, min_cost_equals_the_dense_optimum_and_beats_first_fit) {
+  uint64_t paths = 0, cycles = 0;
+  for (uint64_t seed = 1; seed <= 24; ++seed) {
     fp::latency_matrix m;
-    const std::string csv = fp::generate_latency_csv(300, 12, 5000, seed);
+    const uint32_t crawlers = 4 + static_cast<uint32_t>(seed % 5) * 9;  // 4 to 40
+    const std::string csv = fp::generate_latency_csv(300, crawlers, 5000, seed);
     auto e = fp::read_latency_csv(csv, "gen.csv", m);
     ASSERT_TRUE(e.empty()) << joined(e);
-    const uint64_t capacity = (m.total_feeds + m.crawlers - 1) / m.crawlers + seed * 7;
+    // Tight (every crawler full) on even seeds, some room on odd ones.
+    const uint64_t capacity = (m.total_feeds + m.crawlers - 1) / m.crawlers + (seed % 2) * seed * 7;
     const auto ff = fp::map_first_fit(m, capacity);
     const auto mc = fp::map_min_cost(m, capacity);
     expect_valid(m, ff, capacity);
     expect_valid(m, mc, capacity);
+    EXPECT_EQ(mc.total_cost, dense_optimum(m, capacity)) << seed;
     EXPECT_LE(mc.total_cost, ff.total_cost) << seed;
     EXPECT_LE(mc.split_groups, m.crawlers - 1) << seed;
-    // The sparse start is the dense optimum once no reduced cost is negative: the same
-    // total as starting from every arc.
-    EXPECT_EQ(mc.total_cost, fp::map_min_cost(m, capacity, m.crawlers).total_cost) << seed;
-    sparse_rounds += mc.rounds > 1;
+    paths += mc.paths;
+    cycles += mc.cycles;
   }
-  EXPECT_GT(sparse_rounds, 0) << "the pricing loop never added an arc";
+  // Both stages ran somewhere: the capacities bound, and split groups had cycles to turn.
+  EXPECT_GT(paths, 0U);
+  EXPECT_GT(cycles, 0U);
+}
+
+TEST(provisioner_map, skewed_groups_split_over_many_crawlers) {
+  // One group larger than four crawlers' capacity, nearest to crawler 1 for everybody:
+  // it must spread, and nothing else may split beyond the C - 1 a basic optimum allows.
+  fp::latency_matrix m;
+  m.crawlers = 6;
+  std::mt19937_64 rng(9);
+  for (size_t g = 0; g < 40; ++g) {
+    m.groups.push_back("g" + std::to_string(g));
+    const uint64_t n = g == 0 ? 450 : 1 + rng() % 9;
+    m.feeds.push_back(n);
+    m.total_feeds += n;
+    for (uint32_t c = 0; c < m.crawlers; ++c)
+      m.rtt.push_back(c == 0 ? 5 : static_cast<int32_t>(50 + rng() % 3000));
+  }
+  const uint64_t capacity = (m.total_feeds + m.crawlers - 1) / m.crawlers;
+  const auto mc = fp::map_min_cost(m, capacity);
+  expect_valid(m, mc, capacity);
+  EXPECT_EQ(mc.total_cost, dense_optimum(m, capacity));
+  EXPECT_GE(mc.placed[0].size(), 5U);
+  EXPECT_LE(mc.split_groups, m.crawlers - 1);
 }
 
 TEST(provisioner_map, too_little_capacity_is_refused) {

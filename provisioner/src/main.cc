@@ -74,8 +74,8 @@ std::string mapping_json(const fp::mapping& r) {
   const auto [lo, hi] = std::minmax_element(r.per_crawler.begin(), r.per_crawler.end());
   return fmt::format(
       "{{\"mean_ms\":{:.2f},\"median_ms\":{:.1f},\"p90_ms\":{:.1f},\"feeds_per_crawler_min\":{},"
-      "\"feeds_per_crawler_max\":{},\"groups_split\":{},\"rounds\":{},\"arcs\":{}}}",
-      r.mean_ms, r.median_ms, r.p90_ms, *lo, *hi, r.split_groups, r.rounds, r.arcs);
+      "\"feeds_per_crawler_max\":{},\"groups_split\":{},\"paths\":{},\"cycles\":{}}}",
+      r.mean_ms, r.median_ms, r.p90_ms, *lo, *hi, r.split_groups, r.paths, r.cycles);
 }
 
 std::string mapping_row(std::string_view name, const fp::mapping& r) {
@@ -83,7 +83,7 @@ std::string mapping_row(std::string_view name, const fp::mapping& r) {
   const auto [lo, hi] = std::minmax_element(r.per_crawler.begin(), r.per_crawler.end());
   std::string row = fmt::format("{:<10} {:>9.2f} {:>10.1f} {:>8.1f}  {:>10}-{:<10} {:>12}", name,
                                 r.mean_ms, r.median_ms, r.p90_ms, *lo, *hi, r.split_groups);
-  if (r.rounds > 0) row += fmt::format("  ({} solves, {} arcs)", r.rounds, r.arcs);
+  if (r.paths > 0) row += fmt::format("  ({} paths, {} cycles)", r.paths, r.cycles);
   return row + "\n";
 }
 

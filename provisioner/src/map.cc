@@ -1,8 +1,6 @@
 #include "feedplane/provisioner/map.h"
 
 #include <fmt/format.h>
-#include <lemon/network_simplex.h>
-#include <lemon/smart_graph.h>
 
 #include <algorithm>
 #include <charconv>
@@ -190,92 +188,242 @@ mapping map_first_fit(const latency_matrix& m, uint64_t capacity) {
   return r;
 }
 
-mapping map_min_cost(const latency_matrix& m, uint64_t capacity, uint32_t nearest) {
-  using graph = lemon::SmartDigraph;
+namespace {
+
+// A min-heap of (reduced key, group) with lazy deletion: an entry is stale once its group
+// holds nothing on the heap's crawler; the caller pops stale tops.
+struct move_heap {
+  std::vector<std::pair<int32_t, uint32_t>> v;
+  void push(int32_t key, uint32_t g) {
+    v.emplace_back(key, g);
+    std::push_heap(v.begin(), v.end(), std::greater<>());
+  }
+};
+
+// The group's share on crawler c (0 if none); groups hold one to a few crawlers.
+uint64_t& share(std::vector<std::pair<uint32_t, uint64_t>>& p, uint32_t c) {
+  for (auto& [pc, n] : p)
+    if (pc == c) return n;
+  return p.emplace_back(c, 0).second;
+}
+
+// Makes the split groups a forest (at most C - 1 of them split): while the graph of split
+// groups and the crawlers they use has a cycle, shifts feeds around it until one share is
+// empty. At an optimum every used arc has reduced cost 0, so a cycle costs nothing to turn.
+// Returns the cycles cancelled.
+uint64_t cancel_split_cycles(std::vector<std::vector<std::pair<uint32_t, uint64_t>>>& placed,
+                             uint32_t crawlers) {
+  uint64_t cancelled = 0;
+  for (;;) {
+    std::vector<uint32_t> split;  // node i < split.size() is a group, then the crawlers
+    for (size_t g = 0; g < placed.size(); ++g)
+      if (placed[g].size() > 1) split.push_back(static_cast<uint32_t>(g));
+    const size_t n = split.size() + crawlers;
+    std::vector<uint32_t> root(n);
+    std::iota(root.begin(), root.end(), 0U);
+    const auto find = [&](uint32_t x) {
+      while (root[x] != x) x = root[x] = root[root[x]];
+      return x;
+    };
+    std::vector<std::vector<uint32_t>> forest(n);
+    uint32_t ga = 0, ca = 0;
+    bool cycle = false;
+    for (uint32_t i = 0; i < split.size() && !cycle; ++i) {
+      for (const auto& [c, amount] : placed[split[i]]) {
+        const auto cn = static_cast<uint32_t>(split.size() + c);
+        const uint32_t a = find(i), b = find(cn);
+        if (a == b) {
+          ga = i;
+          ca = cn;
+          cycle = true;
+          break;
+        }
+        root[a] = b;
+        forest[i].push_back(cn);
+        forest[cn].push_back(i);
+      }
+    }
+    if (!cycle) return cancelled;
+    // The forest path from the crawler back to the group closes the cycle.
+    std::vector<uint32_t> from(n, UINT32_MAX), queue{ca};
+    from[ca] = ca;
+    for (size_t q = 0; q < queue.size() && from[ga] == UINT32_MAX; ++q)
+      for (const uint32_t y : forest[queue[q]])
+        if (from[y] == UINT32_MAX) {
+          from[y] = queue[q];
+          queue.push_back(y);
+        }
+    std::vector<uint32_t> nodes{ga};  // ga, along the forest to ca (which is next to ga)
+    for (uint32_t x = ga; x != ca;) nodes.push_back(x = from[x]);
+    // Edge e joins nodes[e] and nodes[e + 1] (the last, ca, joins back to ga): even edges give,
+    // odd edges take, so every group and crawler keeps its total.
+    const auto edge_share = [&](size_t e) -> uint64_t& {
+      const uint32_t a = nodes[e], b = nodes[(e + 1) % nodes.size()];
+      const uint32_t g = a < split.size() ? a : b, c = a < split.size() ? b : a;
+      return share(placed[split[g]], static_cast<uint32_t>(c - split.size()));
+    };
+    uint64_t eps = UINT64_MAX;
+    for (size_t e = 0; e < nodes.size(); e += 2) eps = std::min(eps, edge_share(e));
+    for (size_t e = 0; e < nodes.size(); ++e) {
+      if (e % 2 == 0) {
+        edge_share(e) -= eps;
+      } else {
+        edge_share(e) += eps;
+      }
+    }
+    for (const uint32_t g : split)
+      std::erase_if(placed[g], [](const auto& x) { return x.second == 0; });
+    ++cancelled;
+  }
+}
+
+}  // namespace
+
+mapping map_min_cost(const latency_matrix& m, uint64_t capacity) {
   mapping r;
   if (!check_capacity(m, capacity, r)) return r;
   const size_t groups = m.groups.size();
-  const uint32_t crawlers = m.crawlers;
-  const int32_t max_rtt = *std::max_element(m.rtt.begin(), m.rtt.end());
-  // Big-M for the artificial arcs that keep every sparse graph feasible: dearer than moving
-  // a feed along any path of real arcs (at most 2 x crawlers of them).
-  const int64_t big = (static_cast<int64_t>(crawlers) * 2 + 2) * (max_rtt + 1);
-  // Which group-to-crawler arcs are in the graph.
-  std::vector<uint8_t> present(groups * crawlers, 0);
+  const uint32_t C = m.crawlers;
+  // Successive shortest paths on the crawlers alone (C nodes, not groups x C arcs): every
+  // group starts on its nearest crawler, which is optimal without capacities; then each
+  // crawler over capacity pushes feeds along the cheapest path of moves to a crawler with
+  // room. A move i -> j shifts feeds of one group from i to j at c(g, j) - c(g, i); the
+  // edge i -> j is the cheapest such move over the groups on i, kept in a lazy heap per
+  // (i, j). Dijkstra on reduced costs (key + pi(i) - pi(j) >= 0, the potentials' invariant)
+  // is O(C^2) per path, so the time goes with the number of paths, not with groups x C.
+  std::vector<std::vector<std::pair<uint32_t, uint64_t>>> placed(groups);
+  std::vector<uint64_t> load(C, 0);
+  std::vector<move_heap> heap(static_cast<size_t>(C) * C);
   for (size_t g = 0; g < groups; ++g) {
-    std::vector<uint32_t> cs(crawlers);
-    std::iota(cs.begin(), cs.end(), 0U);
-    const uint32_t k = std::min(nearest, crawlers);
-    std::partial_sort(cs.begin(), cs.begin() + k, cs.end(), [&](uint32_t a, uint32_t b) {
-      return m.at(g, a) != m.at(g, b) ? m.at(g, a) < m.at(g, b) : a < b;
-    });
-    for (uint32_t i = 0; i < k; ++i) present[g * crawlers + cs[i]] = 1;
+    const int32_t* row = &m.rtt[g * C];
+    const auto i = static_cast<uint32_t>(std::min_element(row, row + C) - row);
+    placed[g].emplace_back(i, m.feeds[g]);
+    load[i] += m.feeds[g];
+    for (uint32_t j = 0; j < C; ++j)
+      if (j != i) heap[size_t{i} * C + j].v.emplace_back(row[j] - row[i], static_cast<uint32_t>(g));
   }
-  for (;;) {
-    ++r.rounds;
-    graph net;
-    net.reserveNode(static_cast<int>(groups + crawlers + 1));
-    net.reserveArc(static_cast<int>(groups * (nearest + 1) + crawlers));
-    std::vector<graph::Node> gn(groups), cn(crawlers);
-    for (auto& n : gn) n = net.addNode();
-    for (auto& n : cn) n = net.addNode();
-    const graph::Node sink = net.addNode();
-    graph::ArcMap<int64_t> cost(net), cap(net);
-    graph::NodeMap<int64_t> supply(net, 0);
-    std::vector<std::pair<graph::Arc, std::pair<uint32_t, uint32_t>>> real;
-    for (size_t g = 0; g < groups; ++g) {
-      supply[gn[g]] = static_cast<int64_t>(m.feeds[g]);
-      const graph::Arc a = net.addArc(gn[g], sink);  // artificial
-      cost[a] = big;
-      cap[a] = static_cast<int64_t>(m.feeds[g]);
-      for (uint32_t c = 0; c < crawlers; ++c) {
-        if (present[g * crawlers + c] == 0) continue;
-        const graph::Arc b = net.addArc(gn[g], cn[c]);
-        cost[b] = m.at(g, c);
-        cap[b] = static_cast<int64_t>(m.feeds[g]);
-        real.push_back({b, {static_cast<uint32_t>(g), c}});
-      }
+  for (auto& h : heap) std::make_heap(h.v.begin(), h.v.end(), std::greater<>());
+  constexpr int64_t inf = std::numeric_limits<int64_t>::max() / 4;
+  // The cheapest live move per (i, j): its key and group, or inf.
+  std::vector<int64_t> w(static_cast<size_t>(C) * C, inf);
+  std::vector<uint32_t> wg(static_cast<size_t>(C) * C, 0);
+  const auto holds = [&](uint32_t g, uint32_t c) {
+    for (const auto& [pc, n] : placed[g])
+      if (pc == c) return n > 0;
+    return false;
+  };
+  const auto refresh = [&](uint32_t i, uint32_t j) {
+    auto& h = heap[size_t{i} * C + j].v;
+    while (!h.empty() && !holds(h.front().second, i)) {
+      std::pop_heap(h.begin(), h.end(), std::greater<>());
+      h.pop_back();
     }
-    for (uint32_t c = 0; c < crawlers; ++c) {
-      const graph::Arc a = net.addArc(cn[c], sink);
-      cost[a] = 0;
-      cap[a] = static_cast<int64_t>(capacity);
-    }
-    supply[sink] = -static_cast<int64_t>(m.total_feeds);
-    r.arcs = real.size();
-    lemon::NetworkSimplex<graph, int64_t, int64_t> ns(net);
-    ns.upperMap(cap).costMap(cost).supplyMap(supply);
-    if (ns.run() != lemon::NetworkSimplex<graph, int64_t, int64_t>::OPTIMAL) {
-      r.reason = "the flow problem has no optimum";
-      return r;
-    }
-    // Optimal on this graph; optimal on the dense one if no missing arc has a negative
-    // reduced cost (cost + potential(group) - potential(crawler)). Add every one that has.
-    uint64_t added = 0;
-    for (size_t g = 0; g < groups; ++g) {
-      const int64_t pg = ns.potential(gn[g]);
-      for (uint32_t c = 0; c < crawlers; ++c) {
-        if (present[g * crawlers + c] != 0) continue;
-        if (m.at(g, c) + pg - ns.potential(cn[c]) < 0) {
-          present[g * crawlers + c] = 1;
-          ++added;
+    w[size_t{i} * C + j] = h.empty() ? inf : h.front().first;
+    wg[size_t{i} * C + j] = h.empty() ? 0 : h.front().second;
+  };
+  for (uint32_t i = 0; i < C; ++i)
+    for (uint32_t j = 0; j < C; ++j)
+      if (i != j) refresh(i, j);
+  // Potentials of the crawlers and of the sink: a crawler with room keeps pi = pi(sink).
+  std::vector<int64_t> pi(C, 0), d(C);
+  int64_t pi_sink = 0;
+  std::vector<uint32_t> prev(C);
+  std::vector<uint8_t> done(C);
+  for (uint32_t s = 0; s < C; ++s) {
+    while (load[s] > capacity) {
+      std::fill(d.begin(), d.end(), inf);
+      std::fill(done.begin(), done.end(), 0);
+      d[s] = 0;
+      uint32_t t = C;
+      for (;;) {
+        uint32_t u = C;
+        for (uint32_t v = 0; v < C; ++v)
+          if (done[v] == 0 && d[v] < inf && (u == C || d[v] < d[u])) u = v;
+        if (u == C) break;
+        done[u] = 1;
+        if (load[u] < capacity) {
+          t = u;
+          break;
+        }
+        for (uint32_t v = 0; v < C; ++v) {
+          const int64_t wu = w[size_t{u} * C + v];
+          if (done[v] != 0 || wu >= inf) continue;
+          const int64_t nd = d[u] + wu + pi[u] - pi[v];
+          if (nd < d[v]) {
+            d[v] = nd;
+            prev[v] = u;
+          }
         }
       }
+      if (t == C) {  // cannot happen while capacity x crawlers covers the feeds
+        r.reason = "no crawler with room is reachable";
+        return r;
+      }
+      const int64_t dt = d[t];
+      for (uint32_t v = 0; v < C; ++v) pi[v] += done[v] != 0 ? d[v] : dt;
+      pi_sink += dt;
+      // How much the path carries: the excess, the room, and each move's group share.
+      uint64_t amount = std::min(load[s] - capacity, capacity - load[t]);
+      for (uint32_t v = t; v != s; v = prev[v]) {
+        const uint32_t u = prev[v], g = wg[size_t{u} * C + v];
+        amount = std::min(amount, share(placed[g], u));
+      }
+      for (uint32_t v = t; v != s; v = prev[v]) {
+        const uint32_t u = prev[v], g = wg[size_t{u} * C + v];
+        uint64_t& to = share(placed[g], v);  // first: it may grow the vector
+        const bool arrived = to == 0;
+        to += amount;
+        uint64_t& from = share(placed[g], u);
+        from -= amount;
+        if (arrived) {  // g's moves out of v are new edges
+          const int32_t* row = &m.rtt[size_t{g} * C];
+          for (uint32_t k = 0; k < C; ++k) {
+            if (k == v) continue;
+            const int32_t key = row[k] - row[v];
+            heap[size_t{v} * C + k].push(key, g);
+            if (key < w[size_t{v} * C + k]) {
+              w[size_t{v} * C + k] = key;
+              wg[size_t{v} * C + k] = g;
+            }
+          }
+        }
+        if (from == 0) {
+          std::erase_if(placed[g], [](const auto& x) { return x.second == 0; });
+          for (uint32_t k = 0; k < C; ++k)
+            if (k != u && wg[size_t{u} * C + k] == g) refresh(u, k);
+        }
+      }
+      load[s] -= amount;
+      load[t] += amount;
+      ++r.paths;
     }
-    if (added > 0) continue;
-    r.placed.assign(groups, {});
-    for (const auto& [arc, gc] : real) {
-      const int64_t f = ns.flow(arc);
-      if (f > 0) r.placed[gc.first].emplace_back(gc.second, static_cast<uint64_t>(f));
-    }
-    uint64_t placed = 0;
-    for (const auto& p : r.placed)
-      for (const auto& [c, n] : p) placed += n;
-    r.feasible = placed == m.total_feeds;
-    if (!r.feasible) r.reason = "feeds left on the artificial arcs";
-    summarise(m, r);
-    return r;
   }
+  // Optimality over every arc, group by group: with crawler prices p = pi(sink) - pi >= 0,
+  // zero where a crawler has room, every crawler a group uses is one of its cheapest by
+  // RTT + price (complementary slackness of the transportation LP).
+  for (uint32_t c = 0; c < C; ++c) {
+    const int64_t price = pi_sink - pi[c];
+    if (price < 0 || (load[c] < capacity && price != 0)) {
+      r.reason = fmt::format("internal: the prices fail optimality at crawler {}", c + 1);
+      return r;
+    }
+  }
+  for (size_t g = 0; g < groups; ++g) {
+    int64_t best = inf;
+    for (uint32_t c = 0; c < C; ++c) best = std::min(best, m.at(g, c) + pi_sink - pi[c]);
+    for (const auto& [c, n] : placed[g]) {
+      if (m.at(g, c) + pi_sink - pi[c] != best) {
+        r.reason = fmt::format("internal: group {} is not on a cheapest crawler", m.groups[g]);
+        return r;
+      }
+    }
+  }
+  r.cycles = cancel_split_cycles(placed, C);
+  r.placed = std::move(placed);
+  for (auto& p : r.placed) std::sort(p.begin(), p.end());
+  r.feasible = true;
+  summarise(m, r);
+  return r;
 }
 
 mapping map_brute_force(const latency_matrix& m, uint64_t capacity) {

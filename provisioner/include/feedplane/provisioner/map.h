@@ -1,8 +1,8 @@
 // Feed-to-crawler mapping (seed 000, section 3.7; issue 14): groups of feeds that should
 // stay on one crawler (an address or a registrable domain), their RTT to every crawler, and
 // a capacity in feeds per crawler. Cobra's first-fit is the baseline; min-cost is the exact
-// optimum of the splittable problem, solved as a min-cost flow (LEMON's NetworkSimplex) on a
-// sparse graph and proved optimal by reduced costs over every arc.
+// optimum of the splittable problem, solved as a min-cost flow by successive shortest paths
+// on the crawlers and proved optimal by reduced costs over every arc.
 #pragma once
 
 #include <cstdint>
@@ -41,16 +41,18 @@ struct mapping {
   uint64_t split_groups = 0;
   int64_t total_cost = 0;  // sum over feeds of RTT, tenths of a millisecond
   double mean_ms = 0, median_ms = 0, p90_ms = 0;
-  uint32_t rounds = 0;  // min-cost: solves until no arc had a negative reduced cost
-  uint64_t arcs = 0;    // min-cost: group-to-crawler arcs in the last solve
+  uint64_t paths = 0;   // min-cost: augmenting paths
+  uint64_t cycles = 0;  // min-cost: cycles of split groups turned to leave at most C - 1
 };
 
 // Cobra's first-fit: each crawler in turn takes one feed from its nearest group that has
 // feeds left, until every crawler holds `capacity` feeds or no feed is left.
 mapping map_first_fit(const latency_matrix& m, uint64_t capacity);
-// The least total RTT with at most `capacity` feeds per crawler. Starts from each group's
-// `nearest` crawlers, then adds every arc whose reduced cost is negative and solves again.
-mapping map_min_cost(const latency_matrix& m, uint64_t capacity, uint32_t nearest = 4);
+// The least total RTT with at most `capacity` feeds per crawler (the splittable problem):
+// successive shortest paths over the crawlers from every group on its nearest one, checked
+// by complementary slackness over every group-to-crawler arc, then split groups reduced to
+// a forest (at most C - 1).
+mapping map_min_cost(const latency_matrix& m, uint64_t capacity);
 // Every assignment of every feed (tiny matrices only: the tests' oracle).
 mapping map_brute_force(const latency_matrix& m, uint64_t capacity);
 
