@@ -5,6 +5,7 @@
 #include <simdjson.h>
 
 #include <pugixml.hpp>
+#include <algorithm>
 #include <random>
 #include <set>
 #include <string>
@@ -93,7 +94,7 @@ TEST(reflector_token, base64url_and_hex) {
   EXPECT_NE(rf::hex(r1, 32), rf::hex(r2, 32));
 }
 
-std::vector<uint64_t> items(const rf::last_k& l) { return {l.items().begin(), l.items().end()}; }
+std::vector<uint64_t> items(const rf::last_k& l) { return l.items(); }
 
 TEST(reflector_last_k, keeps_the_newest_k) {
   rf::last_k l;
@@ -122,6 +123,41 @@ TEST(reflector_last_k, an_update_swaps_in_place) {
   EXPECT_TRUE(l.insert(22, 20, 4));
   EXPECT_TRUE(l.insert(23, 22, 4));
   EXPECT_EQ(items(l), (std::vector<uint64_t>{10, 23, 12, 21}));
+}
+
+TEST(reflector_last_k, matches_a_model_list_under_any_order) {
+  // The ring against the plainest list: a vector that appends, replaces in place, skips
+  // duplicates and erases from the front. Out-of-order sequences (backfill, replays),
+  // updates of present and departed entries, and k changing both ways.
+  std::mt19937_64 rng(11);
+  for (int round = 0; round < 200; ++round) {
+    rf::last_k l;
+    std::vector<uint64_t> model;
+    uint32_t k = 1 + uint32_t(rng() % 12);
+    for (int step = 0; step < 300; ++step) {
+      if (rng() % 40 == 0) {
+        k = 1 + uint32_t(rng() % 12);
+        const bool dropped = model.size() > k;
+        if (dropped) model.erase(model.begin(), model.end() - k);
+        EXPECT_EQ(l.trim(k), dropped);
+        continue;
+      }
+      const uint64_t seq = 1 + rng() % 400;
+      const uint64_t replaces = rng() % 3 == 0 ? 1 + rng() % 400 : 0;
+      bool changed = true;
+      if (std::find(model.begin(), model.end(), seq) != model.end()) {
+        changed = false;
+      } else if (auto it = std::find(model.begin(), model.end(), replaces);
+                 replaces != 0 && it != model.end()) {
+        *it = seq;
+      } else {
+        model.push_back(seq);
+        if (model.size() > k) model.erase(model.begin());
+      }
+      ASSERT_EQ(l.insert(seq, replaces, k), changed) << round << " " << step;
+      ASSERT_EQ(items(l), model) << round << " " << step;
+    }
+  }
 }
 
 TEST(reflector_etag, is_stable_and_names_every_input) {

@@ -19,33 +19,73 @@ class last_k {
   // holds one entry twice; a sequence already present changes nothing (replaying the
   // article log after a snapshot is idempotent). Beyond k entries the oldest goes.
   // Returns true when the list changed.
+  // Fast: a ring of k slots, so a full list drops its oldest by overwriting one slot
+  // rather than shifting k - 1; a sequence above every one inserted so far (every live
+  // match) skips the duplicate scan. One cache line of the list is touched, not k / 8.
   bool insert(uint64_t seq, uint64_t replaces, uint32_t k) {
-    if (std::find(seqs_.begin(), seqs_.end(), seq) != seqs_.end()) return false;
-    if (replaces != 0) {
-      if (auto it = std::find(seqs_.begin(), seqs_.end(), replaces); it != seqs_.end()) {
-        *it = seq;
+    if (seq <= max_ && find(seq) != npos) return false;
+    if (replaces != 0 && replaces <= max_) {
+      if (const uint32_t at = find(replaces); at != npos) {
+        slots_[at] = seq;
+        max_ = std::max(max_, seq);
         return true;
       }
     }
-    if (seqs_.capacity() < k) seqs_.reserve(k);  // one allocation of k, not doubling
-    seqs_.push_back(seq);
-    trim(k);
+    max_ = std::max(max_, seq);
+    if (slots_.size() != k) resize(k);
+    if (count_ < k) {
+      slots_[wrap(head_ + count_)] = seq;
+      ++count_;
+    } else {
+      slots_[head_] = seq;  // the oldest goes
+      head_ = wrap(head_ + 1);
+    }
     return true;
   }
   // Keeps the newest k entries; true when some went.
   bool trim(uint32_t k) {
-    if (seqs_.size() <= k) return false;
-    seqs_.erase(seqs_.begin(), seqs_.end() - k);
-    return true;
+    const bool dropped = count_ > k;
+    resize(k);
+    return dropped;
   }
-  void clear() { seqs_.clear(); }
-  // Oldest first (the newest entry is last).
-  std::span<const uint64_t> items() const { return seqs_; }
-  size_t size() const { return seqs_.size(); }
-  bool empty() const { return seqs_.empty(); }
+  void clear() {
+    slots_.clear();
+    head_ = count_ = 0;
+    max_ = 0;
+  }
+  // Oldest first (the newest entry is last): a copy, made per render, not per match.
+  std::vector<uint64_t> items() const {
+    std::vector<uint64_t> v;
+    v.reserve(count_);
+    for (uint32_t i = 0; i < count_; ++i) v.push_back(slots_[wrap(head_ + i)]);
+    return v;
+  }
+  size_t size() const { return count_; }
+  bool empty() const { return count_ == 0; }
 
  private:
-  std::vector<uint64_t> seqs_;  // size <= k
+  static constexpr uint32_t npos = UINT32_MAX;
+  uint32_t wrap(uint32_t i) const { return i >= slots_.size() ? i - uint32_t(slots_.size()) : i; }
+  uint32_t find(uint64_t seq) const {
+    for (uint32_t i = 0; i < count_; ++i)
+      if (slots_[wrap(head_ + i)] == seq) return wrap(head_ + i);
+    return npos;
+  }
+  // k slots holding the newest min(count, k) entries from the oldest at slot 0.
+  void resize(uint32_t k) {
+    std::vector<uint64_t> v = items();
+    if (v.size() > k) v.erase(v.begin(), v.end() - k);
+    count_ = uint32_t(v.size());
+    v.resize(k);
+    v.shrink_to_fit();
+    slots_ = std::move(v);
+    head_ = 0;
+  }
+
+  std::vector<uint64_t> slots_;  // k of them once anything was inserted
+  uint32_t head_ = 0;            // the oldest entry's slot
+  uint32_t count_ = 0;
+  uint64_t max_ = 0;  // the highest sequence ever inserted: above it, nothing is present
 };
 
 }  // namespace feedplane::reflector
