@@ -530,29 +530,11 @@ namespace {
 double max_carried(const cobra_model& m, const cobra_shape& s, double workload::*field) {
   cobra_model t = m;
   workload w = m.work();
-  const auto fits = [&](double v) {
+  return largest_fitting(m.work().*field, [&](double v) {
     w.*field = v;
     t.set_work(w);
     return t.feasible(s);
-  };
-  double lo = m.work().*field;
-  if (!fits(lo)) return lo;
-  double hi = lo * 2;
-  while (hi < 1e15 && fits(hi)) {
-    lo = hi;
-    hi *= 2;
-  }
-  if (hi >= 1e15) return lo;
-  // Whole numbers: lo fits, hi does not.
-  while (hi - lo > 1) {
-    const double mid = std::floor((lo + hi) / 2);
-    if (fits(mid)) {
-      lo = mid;
-    } else {
-      hi = mid;
-    }
-  }
-  return lo;
+  });
 }
 
 }  // namespace

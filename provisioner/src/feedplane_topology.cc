@@ -608,28 +608,11 @@ namespace {
 double max_carried(const fp_model& m, const fp_shape& s, double workload::*field) {
   fp_model t = m;
   workload w = m.work();
-  const auto fits = [&](double v) {
+  return largest_fitting(m.work().*field, [&](double v) {
     w.*field = v;
     t.set_work(w);
     return t.feasible(s);
-  };
-  double lo = m.work().*field;
-  if (!fits(lo)) return lo;
-  double hi = lo * 2;
-  while (hi < 1e15 && fits(hi)) {
-    lo = hi;
-    hi *= 2;
-  }
-  if (hi >= 1e15) return lo;
-  while (hi - lo > 1) {
-    const double mid = std::floor((lo + hi) / 2);
-    if (fits(mid)) {
-      lo = mid;
-    } else {
-      hi = mid;
-    }
-  }
-  return lo;
+  });
 }
 
 }  // namespace

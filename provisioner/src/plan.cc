@@ -1,5 +1,7 @@
 #include "feedplane/provisioner/plan.h"
 
+#include <cmath>
+
 namespace feedplane::provisioner {
 
 std::string_view resource_name(resource r) {
@@ -36,6 +38,27 @@ uint64_t plan::hosts() const {
   uint64_t n = 0;
   for (const auto& r : roles) n += r.hosts;
   return n;
+}
+
+double largest_fitting(double from, const std::function<bool(double)>& fits) {
+  double lo = from;
+  if (!fits(lo)) return lo;
+  double hi = lo * 2;
+  while (hi < 1e15 && fits(hi)) {
+    lo = hi;
+    hi *= 2;
+  }
+  if (hi >= 1e15) return lo;
+  // Whole numbers: lo fits, hi does not.
+  while (hi - lo > 1) {
+    const double mid = std::floor((lo + hi) / 2);
+    if (fits(mid)) {
+      lo = mid;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
 }
 
 }  // namespace feedplane::provisioner

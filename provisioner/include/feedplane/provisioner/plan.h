@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -43,5 +44,10 @@ struct plan {
   double price = 0;
   std::vector<std::string> steps;  // the greedy loop's decompositions, in order
 };
+
+// The growth left: the largest whole value in [from, 1e15] for which `fits` holds, doubling
+// then bisecting (fits is monotone: more load never fits where less did not); `from` when
+// even that does not fit.
+double largest_fitting(double from, const std::function<bool(double)>& fits);
 
 }  // namespace feedplane::provisioner
