@@ -12,7 +12,8 @@
 //   POST /_farm/start   starts publishing (with --start-paused); idempotent
 //   POST /_farm/stop    stops publishing for good (the load driver's final check); idempotent
 //   GET  /_farm/stats   {"feeds", "hosts", "initial_entries", "published", "publishing",
-//                        "speed", "sim_time", "requests", "not_modified", "not_found"}
+//                        "speed", "sim_time", "requests", "not_modified", "not_found", "bytes_out",
+//                        "bytes_in", ...}: bytes on the wire of its HTTP and HTTPS servers
 //
 // Prints "farm: listening on http://127.0.0.1:PORT" on stdout once the listener, the OPML,
 // the pins and the truth log's feeds and initial entries are written (with --https-share,
@@ -422,7 +423,7 @@ void add_routes(net::router& routes) {
         "\"publishing\":{},\"speed\":{:g},\"time\":{:.3f},\"sim_time\":{:.3f},"
         "\"requests\":{},\"not_modified\":{},\"not_found\":{},\"misbehaved\":{},"
         "\"raw_connections\":{},\"tls_handshakes\":{},\"tls_resumed\":{},\"tls_failed\":{},"
-        "\"certs_issued\":{}}}\n",
+        "\"certs_issued\":{},\"bytes_out\":{},\"bytes_in\":{}}}\n",
         s.fm->size(), s.fm->hosts().size(), s.fm->initial_entries(), s.fm->published(),
         s.fm->started(), s.fm->started() ? s.fm->speed() : s.speed, now, s.fm->sim_time(now),
         s.requests,
@@ -431,7 +432,9 @@ void add_routes(net::router& routes) {
         s.tls_srv != nullptr ? s.tls_srv->stats().tls_handshakes : 0,
         s.tls_srv != nullptr ? s.tls_srv->stats().tls_resumed : 0,
         s.tls_srv != nullptr ? s.tls_srv->stats().tls_failed : 0,
-        s.ca != nullptr ? s.ca->issued() : 0));
+        s.ca != nullptr ? s.ca->issued() : 0,
+        s.srv->stats().bytes_out + (s.tls_srv != nullptr ? s.tls_srv->stats().bytes_out : 0),
+        s.srv->stats().bytes_in + (s.tls_srv != nullptr ? s.tls_srv->stats().bytes_in : 0)));
   });
 }
 

@@ -158,6 +158,10 @@ void refresh_runtime_gauges(shard_context& c) {
   const net::server_stats& ss = c.srv->stats();
   m.add_counter("feedplane_http_requests_total", "HTTP requests handled").mirror(ss.requests);
   m.add_gauge("feedplane_http_connections_open", "HTTP connections open").set(int64_t(ss.open));
+  m.add_counter("feedplane_http_bytes_received_total", "Bytes the HTTP server received")
+      .mirror(ss.bytes_in);
+  m.add_counter("feedplane_http_bytes_sent_total", "Bytes the HTTP server sent (polls, API)")
+      .mirror(ss.bytes_out);
   m.add_counter("feedplane_http_errors_total", "HTTP 4xx and 5xx answers").mirror(ss.errors_4xx);
   m.add_counter("feedplane_http_deferred_timeouts_total",
                 "Deferred answers that did not come in time (503 sent)")
@@ -393,6 +397,8 @@ void articles_route(net::request_context& ctx, net::http_response& r) {
 
 void run_shard(shard_thread& s, const config& cfg, const net::router& routes, runtime::mesh& m,
                store::store& db, std::atomic<bool>& go) {
+  // Named for ps, top and the load harness's CPU per tier ("shard-0", ...; at most 15).
+  pthread_setname_np(pthread_self(), fmt::format("shard-{}", s.index).c_str());
   if (s.cpu >= 0) {
     cpu_set_t set;
     CPU_ZERO(&set);

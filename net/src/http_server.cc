@@ -289,6 +289,7 @@ struct http_server::connection {
     }
     if (c.res > 0 && !lingering) {
       const std::string_view d(reinterpret_cast<const char*>(c.data.data()), c.data.size());
+      srv->stats_.bytes_in += d.size();
       if (ssl == nullptr) {
         feed(d);
       } else {
@@ -616,6 +617,7 @@ struct http_server::connection {
       return;
     }
     send_off += size_t(c.res);
+    srv->stats_.bytes_out += size_t(c.res);
     if (send_off < sending.size()) {
       start_send();  // short send: the rest, in order
       update_timer();

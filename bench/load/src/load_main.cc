@@ -6,6 +6,7 @@
 // the farm's truth log with the reference matcher (reference.h). Its last line is the
 // delivery line; an unexplained miss or a duplicate makes the exit status non-zero.
 #include <curl/curl.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <openssl/rand.h>
@@ -23,6 +24,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
+#include <map>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -281,6 +284,102 @@ void plot_cdf(const std::string& dir, const std::string& name, const std::string
   if (std::system(cmd.c_str()) != 0) fmt::print(stderr, "load: gnuplot failed for {}\n", name);
 }
 
+// Writes DIR/NAME.dat (x y per line) and DIR/NAME.png: a line plot for the report.
+void plot_xy(const std::string& dir, const std::string& name, const std::string& xlabel,
+             const std::string& ylabel, const std::vector<std::pair<double, double>>& xy) {
+  if (xy.size() < 2) return;
+  const std::string dat = dir + "/" + name + ".dat";
+  {
+    std::ofstream d(dat);
+    for (const auto& [x, y] : xy) d << fmt::format("{} {}\n", x, y);
+  }
+  const std::string script = dir + "/" + name + ".gp";
+  {
+    std::ofstream g(script);
+    g << "set terminal pngcairo size 800,500 noenhanced\n";
+    g << "set output '" << dir << "/" << name << ".png'\n";
+    g << "set xlabel '" << xlabel << "'\nset ylabel '" << ylabel << "'\nset grid\nset key off\n";
+    g << "plot '" << dat << "' using 1:2 with linespoints lw 2\n";
+  }
+  const std::string cmd = "gnuplot '" + script + "' 2>/dev/null";
+  if (std::system(cmd.c_str()) != 0) fmt::print(stderr, "load: gnuplot failed for {}\n", name);
+}
+
+// Resident memory of a process (VmRSS), bytes; 0 when unreadable.
+double rss_bytes(pid_t pid) {
+  std::ifstream in(fmt::format("/proc/{}/status", pid));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::strtod(line.c_str() + 6, nullptr) * 1024;
+  }
+  return 0;
+}
+
+// CPU seconds (user + system) per thread name of a process, from /proc/PID/task/*/stat;
+// threads of one name (shard-0, shard-1, ...) are summed under their name without digits.
+std::map<std::string, double> thread_cpu(pid_t pid) {
+  std::map<std::string, double> out;
+  const double tick = double(sysconf(_SC_CLK_TCK));
+  DIR* d = opendir(fmt::format("/proc/{}/task", pid).c_str());
+  if (d == nullptr) return out;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    std::ifstream in(fmt::format("/proc/{}/task/{}/stat", pid, e->d_name));
+    std::string stat;
+    std::getline(in, stat);
+    const size_t open = stat.find('('), close = stat.rfind(')');
+    if (open == std::string::npos || close == std::string::npos) continue;
+    std::string name = stat.substr(open + 1, close - open - 1);
+    while (!name.empty() && (std::isdigit(static_cast<unsigned char>(name.back())) != 0 ||
+                             name.back() == '-' || name.back() == '_'))
+      name.pop_back();
+    std::istringstream rest(stat.substr(close + 2));
+    std::string field;
+    double utime = 0, stime = 0;
+    for (int i = 3; i <= 15 && rest >> field; ++i) {  // fields 14 and 15: utime, stime
+      if (i == 14) utime = std::strtod(field.c_str(), nullptr);
+      if (i == 15) stime = std::strtod(field.c_str(), nullptr);
+    }
+    out[name.empty() ? "main" : name] += (utime + stime) / tick;
+  }
+  closedir(d);
+  return out;
+}
+
+// A quantile of a Prometheus histogram in `text` (cumulative buckets NAME_bucket{le="X"}),
+// as the upper bound of the bucket that holds it; -1 when there is none.
+double histogram_quantile(const std::string& text, const std::string& name, double q) {
+  std::vector<std::pair<double, double>> buckets;  // (le, cumulative count)
+  const std::string prefix = name + "_bucket{le=\"";
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(prefix, 0) != 0) continue;
+    const double le = line.compare(prefix.size(), 4, "+Inf") == 0
+                          ? std::numeric_limits<double>::infinity()
+                          : std::strtod(line.c_str() + prefix.size(), nullptr);
+    buckets.emplace_back(le, std::strtod(line.c_str() + line.rfind(' ') + 1, nullptr));
+  }
+  if (buckets.empty() || buckets.back().second <= 0) return -1;
+  std::sort(buckets.begin(), buckets.end());
+  const double want = q * buckets.back().second;
+  for (const auto& [le, cum] : buckets)
+    if (cum >= want) return le;
+  return buckets.back().first;
+}
+
+// A JSON number field of a flat object; 0 when absent.
+double json_number(const std::string& body, std::string_view key) {
+  simdjson::dom::parser p;
+  simdjson::dom::element e;
+  if (p.parse(body).get(e) != simdjson::SUCCESS) return 0;
+  double v = 0;
+  if (e[key].get_double().get(v) == simdjson::SUCCESS) return v;
+  uint64_t u = 0;
+  if (e[key].get_uint64().get(u) == simdjson::SUCCESS) return double(u);
+  return 0;
+}
+
 // A progress bar on a terminal (redrawn at most 4 times a second), else a line every 10 s.
 // True when GET /api/sources shows every source's last fetch at or after since_ms.
 bool all_fetched_since(http& h, const std::string& base, const std::string& token,
@@ -452,6 +551,9 @@ int run(const options& o) {
   }
   const double import_s = std::chrono::duration<double>(clock_type::now() - t0).count();
   fmt::print(stderr, "load: imported {} feeds in {:.2f} s\n", outlines.size(), import_s);
+  // Memory against subscriptions (Figure 7): feedplane's resident memory after each bulk
+  // chunk, from the sources alone upwards.
+  std::vector<std::pair<double, double>> memory_mib{{0.0, rss_bytes(fp.pid) / 1048576.0}};
 
   // Subscriptions with Cobra's workload, through the bulk API.
   const auto& vocab = feedplane::workload::vocabulary::english();
@@ -507,6 +609,7 @@ int run(const options& o) {
       ++i;
     }
     progress("subscribe", double(first + n), double(o.subscriptions), "");
+    memory_mib.emplace_back(double(first + n), rss_bytes(fp.pid) / 1048576.0);
   }
   const double subscribe_s = std::chrono::duration<double>(clock_type::now() - t0).count();
   fmt::print(stderr, "\nload: {} subscriptions in {:.2f} s ({:.0f}/s)\n", subs.size(), subscribe_s,
@@ -522,6 +625,12 @@ int run(const options& o) {
   }
   const double publish_start = now_s();
   t0 = clock_type::now();
+  // Counters at the start of publishing, for rates over the run.
+  std::string start_metrics, farm_start, farm_end, end_metrics;
+  h.request("GET", base + "/metrics", "", "", "", start_metrics);
+  h.request("GET", farm_base + "/_farm/stats", "", "", "", farm_start);
+  const auto cpu_start = thread_cpu(fp.pid);
+  const auto farm_cpu_start = thread_cpu(farm.pid);
   // Pollers: P threads, each with its own connection, together polling at poll_rate, each
   // subscription's feed chosen at random and revalidated with its last ETag.
   struct poller_state {
@@ -606,6 +715,11 @@ int run(const options& o) {
   }
   h.request("POST", farm_base + "/_farm/stop", "", "", "", body);
   const double publish_end = now_s();
+  h.request("GET", base + "/metrics", "", "", "", end_metrics);
+  h.request("GET", farm_base + "/_farm/stats", "", "", "", farm_end);
+  const auto cpu_end = thread_cpu(fp.pid);
+  const auto farm_cpu_end = thread_cpu(farm.pid);
+  const double rss_end = rss_bytes(fp.pid);
 
   // Quiesce: no new article sequenced for `quiet` seconds, after at least one crawl ceiling.
   fmt::print(stderr, "\nload: publishing stopped; waiting for the pipeline to go quiet\n");
@@ -760,6 +874,114 @@ int run(const options& o) {
       "- missed at source (never sequenced, left their feed within {:.0f} s of "
       "being published): {}\n",
       grace, res.missed_at_source);
+  // ---- the paper's figures: bandwidth per tier, conditional GET, memory, match, CPU ----
+  const double run_s = std::max(publish_end - publish_start, 1e-3);
+  const auto delta = [&](const std::string& name) {
+    return std::max(0.0, metric(end_metrics, name)) - std::max(0.0, metric(start_metrics, name));
+  };
+  const auto mbps = [&](double bytes) { return bytes * 8 / run_s / 1e6; };
+  const auto fetches = [&](const char* result) {
+    return delta(fmt::format("feedplane_crawler_fetches_total{{result=\"{}\"}}", result));
+  };
+  const auto fetch_bytes = [&](const char* result) {
+    return delta(fmt::format("feedplane_crawler_bytes_total{{result=\"{}\"}}", result));
+  };
+  const double farm_out = json_number(farm_end, "bytes_out") - json_number(farm_start, "bytes_out");
+  const double article_bytes = delta("feedplane_crawler_article_bytes_total");
+  const double entry_bytes = delta("feedplane_crawler_entry_bytes_total");
+  const double articles_n = delta("feedplane_crawler_articles_total");
+  const double served_out = delta("feedplane_http_bytes_sent_total");
+  const double served_in = delta("feedplane_http_bytes_received_total");
+  rep << fmt::format(
+      "\n## Bandwidth per tier (Figure 12), over the {:.0f} s of publishing\n\n"
+      "| tier | what | bytes | Mbit/s |\n| --- | --- | --- | --- |\n"
+      "| crawler in | documents and 304s from the farm (its servers' bytes out) | {:.0f} | {:.3f} "
+      "|\n"
+      "| stream | new and updated articles handed to the store and every shard ({:.0f} "
+      "articles, frozen with their word hashes) | {:.0f} | {:.3f} |\n"
+      "| reflector in | poll and API requests | {:.0f} | {:.3f} |\n"
+      "| reflector out | served feeds, 304s and API answers | {:.0f} | {:.3f} |\n",
+      run_s, farm_out, mbps(farm_out), articles_n, article_bytes, mbps(article_bytes), served_in,
+      mbps(served_in), served_out, mbps(served_out));
+  const char* results[] = {"new_entries", "no_new_entries", "unchanged", "not_modified", "error"};
+  double all_fetches = 0, ok_n = 0, ok_bytes = 0, wire = 0;
+  rep << "\n| fetch result | fetches | bytes on the wire | mean bytes |\n| --- | --- | --- | --- "
+         "|\n";
+  for (const char* res_name : results) {
+    const double n = fetches(res_name), b = fetch_bytes(res_name);
+    all_fetches += n;
+    wire += b;
+    if (std::string_view(res_name) != "not_modified" && std::string_view(res_name) != "error") {
+      ok_n += n;
+      ok_bytes += b;
+    }
+    rep << fmt::format("| {} | {:.0f} | {:.0f} | {:.0f} |\n", res_name, n, b, n > 0 ? b / n : 0);
+  }
+  const double full_doc = ok_n > 0 ? ok_bytes / ok_n : 0;
+  const double no_cond = all_fetches * full_doc;
+  const double parsed = fetch_bytes("new_entries") + fetch_bytes("no_new_entries");
+  const auto share = [&](double v) { return no_cond > 0 ? 100.0 * v / no_cond : 0.0; };
+  rep << fmt::format(
+      "\n## What each stage saves (Figure 8)\n\n"
+      "| stage | bytes | of every fetch a full document |\n| --- | --- | --- |\n"
+      "| every fetch a full document (no conditional GET; mean 2xx document {:.0f} B) | {:.0f} | "
+      "100% |\n"
+      "| on the wire with conditional GET (If-None-Match, If-Modified-Since) | {:.0f} | {:.1f}% |\n"
+      "| parsed after the document hash (changed documents) | {:.0f} | {:.1f}% |\n"
+      "| new and updated entries after the entry hashes (their text) | {:.0f} | {:.1f}% |\n",
+      full_doc, no_cond, wire, share(wire), parsed, share(parsed), entry_bytes, share(entry_bytes));
+  plot_xy(o.out, "memory", "subscriptions", "feedplane resident memory, MiB", memory_mib);
+  rep << "\n## Memory against subscriptions (Figure 7; memory.png)\n\n"
+         "| subscriptions | resident MiB |\n| --- | --- |\n";
+  for (size_t i = 0; i < memory_mib.size(); ++i) {
+    const size_t step = std::max<size_t>(1, memory_mib.size() / 10);
+    if (i % step != 0 && i + 1 != memory_mib.size()) continue;
+    rep << fmt::format("| {:.0f} | {:.1f} |\n", memory_mib[i].first, memory_mib[i].second);
+  }
+  rep << fmt::format("| at the end of publishing | {:.1f} |\n", rss_end / 1048576.0);
+  if (memory_mib.size() >= 2 && memory_mib.back().first > 0) {
+    rep << fmt::format(
+        "\nGrowth per subscription: {:.0f} B (sources and runtime before any: {:.1f} MiB).\n",
+        (memory_mib.back().second - memory_mib.front().second) * 1048576.0 /
+            memory_mib.back().first,
+        memory_mib.front().second);
+  }
+  const double match_n = delta("feedplane_reflector_match_seconds_count");
+  const double match_s = delta("feedplane_reflector_match_seconds_sum");
+  const uint32_t shards_n = uint32_t(std::max(1.0, metric(end_metrics, "feedplane_shards")));
+  rep << fmt::format(
+      "\n## Match time (Figure 10)\n\n"
+      "Each article is matched on every shard against the subscriptions that shard owns ({} "
+      "subscriptions over {} shards): {:.0f} matches of an article on a shard, mean {:.1f} us, "
+      "p50 <= {:.0f} us, p99 <= {:.0f} us (power-of-two buckets), list appends included.\n",
+      subs.size(), shards_n, match_n, match_n > 0 ? match_s / match_n * 1e6 : 0,
+      histogram_quantile(end_metrics, "feedplane_reflector_match_seconds", 0.5) * 1e6,
+      histogram_quantile(end_metrics, "feedplane_reflector_match_seconds", 0.99) * 1e6);
+  const double ingest_s = delta("feedplane_crawler_ingest_cpu_seconds_sum");
+  rep << "\n## CPU per tier over the publishing time\n\n"
+         "| process / thread | CPU seconds | cores |\n| --- | --- | --- |\n";
+  double shard_cpu = 0;
+  for (const auto& [name, end_s] : cpu_end) {
+    const auto it = cpu_start.find(name);
+    const double d = end_s - (it == cpu_start.end() ? 0 : it->second);
+    if (name == "shard") shard_cpu = d;
+    rep << fmt::format("| feedplane {} | {:.2f} | {:.2f} |\n", name, d, d / run_s);
+  }
+  rep << fmt::format(
+      "| of the shards: crawl (hash, parse, dedup, freeze) | {:.2f} | {:.2f} |\n"
+      "| of the shards: match (index and list appends) | {:.2f} | {:.2f} |\n"
+      "| of the shards: the rest (io_uring, HTTP client and server, polls, rendering, API) | "
+      "{:.2f} | {:.2f} |\n",
+      ingest_s, ingest_s / run_s, match_s, match_s / run_s,
+      std::max(0.0, shard_cpu - ingest_s - match_s),
+      std::max(0.0, shard_cpu - ingest_s - match_s) / run_s);
+  double farm_cpu = 0;
+  for (const auto& [name, end_s] : farm_cpu_end) {
+    const auto it = farm_cpu_start.find(name);
+    farm_cpu += end_s - (it == farm_cpu_start.end() ? 0 : it->second);
+  }
+  rep << fmt::format("| the farm (all threads) | {:.2f} | {:.2f} |\n\n", farm_cpu,
+                     farm_cpu / run_s);
   rep << fmt::format(
       "- served items that are no true match: {}; queries the reference refused: "
       "{}\n\n",

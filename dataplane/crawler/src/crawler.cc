@@ -230,7 +230,19 @@ class crawler final : public dataplane::component {
     for (size_t i = 1; i < k_outcomes; ++i) {
       fetches_[i] = &m.add_counter("feedplane_crawler_fetches_total", "Fetches finished, by result",
                                    fmt::format("result=\"{}\"", k_outcome_names[i]));
+      bytes_[i] = &m.add_counter("feedplane_crawler_bytes_total",
+                                 "Bytes received on the wire for fetches, by result",
+                                 fmt::format("result=\"{}\"", k_outcome_names[i]));
     }
+    article_bytes_ = &m.add_counter("feedplane_crawler_article_bytes_total",
+                                    "Bytes of the articles handed to the store (frozen size)");
+    entry_bytes_ = &m.add_counter("feedplane_crawler_entry_bytes_total",
+                                  "Text bytes of the entries handed to the store (guid, title, "
+                                  "link, author, summary, content)");
+    ingest_cpu_ = &m.add_histogram("feedplane_crawler_ingest_cpu_seconds",
+                                   "Thread CPU to ingest one 2xx document: hash, parse, dedup, "
+                                   "freeze its articles",
+                                   {}, 1e-6);
     articles_ = &m.add_counter("feedplane_crawler_articles_total",
                                "New and updated entries handed to the store, durable");
     articles_dropped_ = &m.add_counter("feedplane_crawler_articles_dropped_total",
@@ -376,6 +388,10 @@ class crawler final : public dataplane::component {
   uint64_t next_request_ = 1;
 
   rt::counter* fetches_[k_outcomes] = {};
+  rt::counter* bytes_[k_outcomes] = {};
+  rt::counter* article_bytes_ = nullptr;
+  rt::counter* entry_bytes_ = nullptr;
+  rt::histogram* ingest_cpu_ = nullptr;
   rt::counter* articles_;
   rt::counter* articles_dropped_;
   rt::counter* credit_stalls_;
@@ -949,8 +965,15 @@ void crawler::fetched(uint64_t fetch_id, net::fetch_result& r) {
   } else if (r.status < 200 || r.status > 299) {
     fail(*s, fmt::format("http_{}", r.status), now);
   } else {
+    timespec t0{}, t1{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
     ingest(*s, r, now, previous_fetch_ms);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
+    ingest_cpu_->observe(
+        uint64_t((t1.tv_sec - t0.tv_sec) * 1'000'000 + (t1.tv_nsec - t0.tv_nsec) / 1000));
   }
+  if (c.last_outcome < k_outcomes && bytes_[c.last_outcome] != nullptr)
+    bytes_[c.last_outcome]->add(r.wire_bytes);
   update_gauges();
 }
 
@@ -1136,6 +1159,9 @@ void crawler::ingest(source& s, net::fetch_result& r, int64_t now, int64_t previ
     builder_.content = e.content;
     rt::article_ref a = builder_.freeze();
     if (a) {
+      article_bytes_->add(a->bytes());
+      entry_bytes_->add(e.id.size() + e.title.size() + e.link.size() + e.summary.size() +
+                        e.content.size() + builder_.author.size());
       articles.push_back(std::move(a));
     } else {
       articles_dropped_->add();

@@ -140,7 +140,7 @@ std::string render_prometheus(const std::vector<metric_sample>& samples) {
         cum += s.hist.count[b];
         const std::string le = b == histogram::buckets - 1
                                    ? "le=\"+Inf\""
-                                   : fmt::format("le=\"{}\"", uint64_t{1} << b);
+                                   : fmt::format("le=\"{}\"", double(uint64_t{1} << b) * s.unit);
         o += name;
         o += "_bucket";
         o += with_labels(labels, le);

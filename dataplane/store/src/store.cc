@@ -542,7 +542,10 @@ std::unique_ptr<store> store::open(const store_options& opt, std::vector<store_p
 
 void store::start() {
   if (impl_->thread.joinable()) return;
-  impl_->thread = std::thread([this] { impl_->run(); });
+  impl_->thread = std::thread([this] {
+    pthread_setname_np(pthread_self(), "store");  // for ps, top and the load harness
+    impl_->run();
+  });
 }
 
 void store::stop() {

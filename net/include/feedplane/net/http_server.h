@@ -271,6 +271,8 @@ struct server_stats {
   uint64_t timeouts = 0;           // 408 sent or idle connection closed
   uint64_t deferred_timeouts = 0;  // 503 sent for a deferred answer that did not come
   uint64_t open = 0;               // connections open now
+  uint64_t bytes_in = 0;           // bytes received on the wire (ciphertext under TLS)
+  uint64_t bytes_out = 0;          // bytes sent on the wire (ciphertext under TLS)
   uint64_t tls_handshakes = 0;     // TLS handshakes completed (resumed ones included)
   uint64_t tls_resumed = 0;        // of which resumed a session (a ticket): no certificate sent
   uint64_t tls_failed = 0;         // handshakes refused: not a ClientHello, plain HTTP, no
