@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "feedplane/matcher/query.h"
+#include "feedplane/matcher/source.h"
 
 namespace fm = feedplane::matcher;
 
@@ -191,11 +192,122 @@ TEST(MatcherQuery, LimitsAreConfigurable) {
   EXPECT_TRUE(p.parse("the", q).ok());  // no frequent words configured
 }
 
+// `source:HOST` and `source:ID` (source.h): one token each, in a namespace no word reaches.
+TEST(MatcherQuery, SourceTerms) {
+  EXPECT_EQ(clauses("source:developer.apple.com ios -ipados"),
+            "+source:developer.apple.com +ios -ipados");
+  EXPECT_EQ(clauses("source:Apple.COM."), "+source:apple.com");  // case, one trailing dot
+  EXPECT_EQ(clauses("rust -source:example.com"), "+rust -source:example.com");
+  EXPECT_EQ(clauses("source:a.org OR source:b.org"), "+source:a.org | +source:b.org");
+  EXPECT_EQ(clauses("(source:a.org OR source:b.org) rust"),
+            "+source:a.org +rust | +source:b.org +rust");
+  EXPECT_EQ(clauses("rust NOT (source:a.org OR source:b.org)"),
+            "+rust -source:a.org -source:b.org");
+  EXPECT_EQ(clauses("source:0123456789ABCDEF"), "+source:0123456789abcdef");
+  EXPECT_EQ(clauses("source:127.0.0.1 rust"), "+source:127.0.0.1 +rust");
+  EXPECT_EQ(clauses("title:(source:a.org rust)"), "+source:a.org +title:rust");
+  // A scope alone is a subscription to the source; it is no frequent word.
+  EXPECT_EQ(clauses("source:example.com"), "+source:example.com");
+  EXPECT_EQ(clauses("source:example.com the"), "+source:example.com +the");
+  // Only at the start of a term, and only in lower case (as title:).
+  EXPECT_EQ(clauses("Source:apple.com"), "+\"source apple com\"");
+  EXPECT_EQ(clauses("xsource:apple.com"), "+\"xsource apple com\"");
+
+  fm::query_parser p;
+  fm::parsed_query q;
+  ASSERT_TRUE(p.parse("source:apple.com", q).ok());
+  ASSERT_EQ(q.clauses[0].must.size(), 1u);
+  const fm::query_term& t = q.clauses[0].must[0];
+  EXPECT_EQ(t.kind, fm::term_kind::source_host);
+  EXPECT_EQ(t.words, std::vector<std::string>{fm::source_host_token("apple.com")});
+  EXPECT_EQ(t.words[0], std::string("\x01h") + "apple.com");
+  ASSERT_TRUE(p.parse("source:00000000000000ff", q).ok());
+  EXPECT_EQ(q.clauses[0].must[0].kind, fm::term_kind::source_id);
+  EXPECT_EQ(q.clauses[0].must[0].words[0], fm::source_id_token(255));
+  // A host as long as DNS allows is not a word over the word limit.
+  const std::string long_host = std::string(63, 'a') + "." + std::string(63, 'b') + "." +
+                                std::string(63, 'c') + "." + std::string(61, 'd');
+  ASSERT_EQ(long_host.size(), 253u);
+  EXPECT_TRUE(p.parse("source:" + long_host, q).ok());
+  // Each counts as a word toward the limit.
+  EXPECT_EQ(error("source:a.org a2 a3 a4 a5 a6 a7 a8 a9 b1 b2 b3 b4 b5 b6 b7 b8"),
+            "too many words: 17 (the limit is 16)");
+  EXPECT_EQ(error("source:a.org -source:a.org"),
+            "the query can never match: every alternative excludes a word it requires");
+  EXPECT_EQ(error("-source:a.org"),
+            "only exclusions: an alternative excludes source:a.org but requires no word; add a "
+            "word that must appear");
+}
+
+// A malformed source: is refused with bad_source and the column of the problem.
+TEST(MatcherQuery, SourceErrors) {
+  fm::query_parser p;
+  fm::parsed_query q;
+  auto expect = [&](const std::string& text, size_t column, const std::string& message) {
+    const fm::query_error e = p.parse(text, q);
+    EXPECT_EQ(e.code, fm::errc::bad_source) << text;
+    EXPECT_EQ(e.column, column) << text;
+    EXPECT_EQ(e.message, message) << text;
+  };
+  expect("rust source:", 6,
+         "'source:' at column 6 needs a host or a source id right after it "
+         "(source:example.com, source:0123456789abcdef)");
+  expect("rust (source:)", 7,
+         "'source:' at column 7 needs a host or a source id right after it "
+         "(source:example.com, source:0123456789abcdef)");
+  expect("source:\"apple.com\"", 1,
+         "'source:' at column 1 needs a host or a source id right after it "
+         "(source:example.com, source:0123456789abcdef)");
+  expect("ios source:apple,com", 17,
+         "'source:apple,com' at column 5: ',' at column 17 cannot be in a host name "
+         "(letters, digits, '-', '_', '~', '.')");
+  expect(
+      "source:b\xc3\xbc"
+      "cher.de",
+      9,
+      "'source:b\xc3\xbc"
+      "cher.de' at column 1: a host name is ASCII: write a non-ASCII name "
+      "in its xn-- form");
+  expect("source:apple..com", 14, "'source:apple..com' at column 1: empty label at column 14");
+  expect("source:.apple.com", 8, "'source:.apple.com' at column 1: empty label at column 8");
+  expect("source:com", 1,
+         "'source:com' at column 1: a single label is not a scope: give a host with at least "
+         "two labels (example.com; a bare top-level domain is not indexed) or a source id (16 "
+         "hex digits)");
+  expect("rust -source:localhost", 7,
+         "'source:localhost' at column 7: a single label is not a scope: give a host with at "
+         "least two labels (example.com; a bare top-level domain is not indexed) or a source "
+         "id (16 hex digits)");
+  expect("source:0123456789abcde", 1,
+         "'source:0123456789abcde' at column 1: a single label is not a scope: give a host "
+         "with at least two labels (example.com; a bare top-level domain is not indexed) or a "
+         "source id (16 hex digits)");
+  expect("source:example.123", 1,
+         "'source:example.123' at column 1: a top-level label is never a number (give an IPv4 "
+         "address whole)");
+  const std::string label64 = std::string(64, 'x') + ".com";
+  expect("source:" + label64, 8,
+         "'source:" + label64.substr(0, 40) +
+             "...' at column 1: a label is at most 63 bytes; the one at column 8 has 64");
+  const std::string host254 = std::string(63, 'a') + "." + std::string(63, 'b') + "." +
+                              std::string(63, 'c') + "." + std::string(62, 'd');
+  expect("rust source:" + host254, 6,
+         "'source:" + host254.substr(0, 40) +
+             "...' at column 6: a host name is at most 253 bytes; this one has 254");
+  EXPECT_EQ(fm::errc_name(fm::errc::bad_source), "bad_source");
+  EXPECT_FALSE(fm::errc_message(fm::errc::bad_source).empty());
+}
+
 TEST(MatcherQuery, TreeRoundTrips) {
   fm::query_parser p;
   fm::parsed_query q;
   ASSERT_TRUE(p.parse("(law internet) OR -title:\"big brother\" privacy", q).ok());
   EXPECT_EQ(fm::to_string(q.tree), "law internet OR -title:\"big brother\" privacy");
+  ASSERT_TRUE(p.parse("source:Developer.Apple.com ios -source:0123456789abcdef", q).ok());
+  EXPECT_EQ(fm::to_string(q.tree), "source:developer.apple.com ios -source:0123456789abcdef");
+  fm::parsed_query again;
+  ASSERT_TRUE(p.parse(fm::to_string(q.tree), again).ok());
+  EXPECT_EQ(fm::to_string(again.tree), fm::to_string(q.tree));
 }
 
 }  // namespace

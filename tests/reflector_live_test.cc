@@ -273,12 +273,10 @@ feed_state poll_until(int port, const std::string& feed, size_t n, const std::st
   return f;
 }
 
-TEST(reflector_live, articles_written_while_serving_reach_the_feeds) {
-  live_server srv(3);
-  const int port = srv.port();
-  // Ready once every shard re-matched the (empty) log: a poll of no feed in a partition
-  // of each shard answers 404, not 503 starting.
-  for (uint32_t p = 0; p < 3; ++p) {
+// Ready once every shard re-matched the (empty) log: a poll of no feed in a partition of
+// each shard answers 404, not 503 starting.
+void wait_ready(int port, uint32_t shards) {
+  for (uint32_t p = 0; p < shards; ++p) {
     feedplane::reflector::feed_token t;
     t.partition = p;
     t.slot = 12345;
@@ -289,6 +287,23 @@ TEST(reflector_live, articles_written_while_serving_reach_the_feeds) {
     }
     ASSERT_EQ(status, 404) << "shard " << p << " never became ready";
   }
+}
+
+// The values of every `"key": "` in body, in order.
+std::vector<std::string> string_fields(const std::string& body, const std::string& key) {
+  std::vector<std::string> out;
+  const std::string open = "\"" + key + "\": \"";
+  for (size_t at = 0; (at = body.find(open, at)) != std::string::npos;) {
+    at += open.size();
+    out.push_back(body.substr(at, body.find('"', at) - at));
+  }
+  return out;
+}
+
+TEST(reflector_live, articles_written_while_serving_reach_the_feeds) {
+  live_server srv(3);
+  const int port = srv.port();
+  wait_ready(port, 3);
   http_test::response r;
   const std::string bulk =
       "{\"account\": \"live\", \"query\": \"rust tokio\", \"k\": 3, \"backfill\": false}\n"
@@ -344,6 +359,93 @@ TEST(reflector_live, articles_written_while_serving_reach_the_feeds) {
             (std::vector<std::string>{"Rust and Tokio four", "Rust and Tokio three, updated",
                                       "Rust and Tokio two"}));
   EXPECT_EQ(f.seqs, (std::vector<uint64_t>{s2 + 2, s3, s2}));
+}
+
+}  // namespace
+
+namespace {
+
+// An article crawled just now from the feed at feed_url, source `source_id`: inside the
+// recent window, so backfill and preview see it.
+rt::article_ref sourced(const std::string& title, const std::string& guid,
+                        const std::string& feed_url, uint64_t source_id) {
+  rt::article_builder b;
+  b.title = title;
+  b.guid = guid;
+  b.link = feed_url + "#" + guid;
+  b.summary = "<p>" + title + "</p>";
+  b.source_url = feed_url;
+  b.meta.source_id = source_id;
+  const auto now = std::chrono::system_clock::now().time_since_epoch();
+  b.meta.published = std::chrono::duration_cast<std::chrono::seconds>(now).count();
+  b.meta.fetched_ms = std::chrono::duration_cast<std::chrono::milliseconds>(now).count();
+  return b.freeze();
+}
+
+// source:HOST and source:ID through the whole path: the reflector adds each article's
+// source tokens (its feed URL's host, its source id) when it matches, so a scoped
+// subscription receives only its source's matching articles, live, in a preview and in
+// a backfill; a word that spells a host is no scope.
+TEST(reflector_live, source_scoped_subscriptions_receive_only_their_sources_articles) {
+  live_server srv(2);
+  const int port = srv.port();
+  wait_ready(port, 2);
+  http_test::response r;
+  const std::string bulk =
+      "{\"account\": \"scoped\", \"query\": \"source:apple.com ios\", \"backfill\": false}\n"
+      "{\"account\": \"scoped\", \"query\": \"ios -source:apple.com\", \"backfill\": false}\n"
+      "{\"account\": \"scoped\", \"query\": \"source:00000000000000aa\", \"backfill\": false}\n"
+      "{\"account\": \"scoped\", \"query\": \"source:developer.apple.com OR source:b.example\", "
+      "\"backfill\": false}\n";
+  for (int i = 0; i < 5000; ++i) {
+    r = request(port, "POST", "/api/subscriptions:bulk", bulk,
+                "Authorization: Bearer live-admin\r\n");
+    if (r.status != 503) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  ASSERT_EQ(r.status, 200) << r.body;
+  const std::vector<std::string> feeds = string_fields(r.body, "feed");
+  ASSERT_EQ(feeds.size(), 4u) << r.body;
+
+  const uint64_t s1 = srv.write(
+      refs(sourced("iOS 18 released", "a1", "https://developer.apple.com/news/rss/news.rss", 0xaa),
+           sourced("iOS tips", "a2", "https://www.notapple.com/feed", 0xbb),
+           sourced("macOS news", "a3", "https://apple.com/newsroom/rss", 0xcc),
+           sourced("iOS in the newsroom", "a4", "https://apple.com/newsroom/rss", 0xcc),
+           sourced("Why apple.com ships iOS", "a5", "https://b.example/feed", 0xdd)));
+  // Shards apply the broadcast at their own pace: poll until each feed has its count.
+  feed_state f = poll_until(port, feeds[0], 2, "iOS in the newsroom");
+  EXPECT_EQ(f.seqs, (std::vector<uint64_t>{s1 + 3, s1})) << "apple.com and under it";
+  f = poll_until(port, feeds[1], 2, "Why apple.com ships iOS");
+  EXPECT_EQ(f.seqs, (std::vector<uint64_t>{s1 + 4, s1 + 1})) << "notapple.com is not apple.com";
+  f = poll_until(port, feeds[2], 1, "iOS 18 released");
+  EXPECT_EQ(f.seqs, std::vector<uint64_t>{s1}) << "source 00000000000000aa only";
+  f = poll_until(port, feeds[3], 2, "Why apple.com ships iOS");
+  EXPECT_EQ(f.seqs, (std::vector<uint64_t>{s1 + 4, s1}));
+
+  // Preview and backfill search the recent articles: the scope holds there too.
+  r = request(port, "POST", "/api/accounts");
+  ASSERT_EQ(r.status, 201) << r.body;
+  const std::vector<std::string> secret = string_fields(r.body, "secret");
+  ASSERT_EQ(secret.size(), 1u) << r.body;
+  const std::string auth = "Authorization: Bearer " + secret[0] + "\r\n";
+  r = request(port, "POST", "/api/preview", "{\"query\": \"source:apple.com\", \"k\": 10}", auth);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(string_fields(r.body, "title"),
+            (std::vector<std::string>{"iOS in the newsroom", "macOS news", "iOS 18 released"}));
+  r = request(port, "POST", "/api/preview", "{\"query\": \"ios -source:apple.com\"}", auth);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(string_fields(r.body, "title"),
+            (std::vector<std::string>{"Why apple.com ships iOS", "iOS tips"}));
+  r = request(port, "POST", "/api/preview", "{\"query\": \"source:apple\"}", auth);
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_NE(r.body.find("bad_source"), std::string::npos) << r.body;
+  r = request(port, "POST", "/api/subscriptions", "{\"query\": \"source:apple.com ios\"}", auth);
+  ASSERT_EQ(r.status, 201) << r.body;
+  const std::vector<std::string> created = string_fields(r.body, "rss");
+  ASSERT_EQ(created.size(), 1u) << r.body;
+  f = poll_until(port, created[0], 2, "iOS in the newsroom");
+  EXPECT_EQ(f.seqs, (std::vector<uint64_t>{s1 + 3, s1})) << "backfilled from the recent window";
 }
 
 }  // namespace

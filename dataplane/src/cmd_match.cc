@@ -2,8 +2,10 @@
 // against every subscription with the index and prints one JSON line per article:
 // {"article": i, "matches": [ids ascending]}. A subscription's id is its 0-based line
 // number; an invalid query is reported on stderr with its line number and reason and
-// skipped. Articles are JSON Lines objects with "title" and "content" (HTML allowed);
-// blank lines are skipped. An article line that is not such an object is reported on
+// skipped. Articles are JSON Lines objects with "title" and "content" (HTML allowed) and,
+// for `source:` terms, optionally "source" (the URL of the article's feed, whose host is
+// its source) and "source_id" (16 hex digits, as the crawler assigns it); blank lines are
+// skipped. An article line that is not such an object is reported on
 // stderr, prints no matches, and makes the exit status 1.
 #include <fmt/format.h>
 #include <simdjson.h>
@@ -20,6 +22,7 @@
 #include "feedplane/base/json.h"
 #include "feedplane/matcher/article.h"
 #include "feedplane/matcher/index.h"
+#include "feedplane/matcher/source.h"
 
 namespace feedplane::dataplane {
 namespace {
@@ -30,11 +33,15 @@ struct match_args {
   bool words = false;
 };
 
-// Reads "title" and "content" of one JSON object; returns "" or what is wrong.
+// Reads "title", "content", "source" and "source_id" of one JSON object; returns "" or what
+// is wrong.
 std::string read_article(simdjson::ondemand::parser& parser, const std::string& line,
-                         std::string& title, std::string& content) {
+                         std::string& title, std::string& content, std::string& source,
+                         uint64_t& source_id) {
   title.clear();
   content.clear();
+  source.clear();
+  source_id = 0;
   simdjson::padded_string padded(line);
   simdjson::ondemand::document doc;
   if (auto e = parser.iterate(padded).get(doc); e) return simdjson::error_message(e);
@@ -43,12 +50,23 @@ std::string read_article(simdjson::ondemand::parser& parser, const std::string& 
   for (auto field : obj) {
     std::string_view key;
     if (auto e = field.unescaped_key().get(key); e) return simdjson::error_message(e);
-    if (key != "title" && key != "content") continue;
+    if (key != "title" && key != "content" && key != "source" && key != "source_id") continue;
     std::string_view value;
     if (auto e = field.value().get_string().get(value); e) {
       return fmt::format("\"{}\" is not a string", key);
     }
-    (key == "title" ? title : content).assign(value);
+    if (key == "source_id") {
+      bool hex = value.size() == 16;
+      for (char c : value) {
+        const bool digit = c >= '0' && c <= '9', lower = c >= 'a' && c <= 'f',
+                   upper = c >= 'A' && c <= 'F';
+        hex &= digit || lower || upper;
+        source_id = source_id << 4 | uint64_t(digit ? c - '0' : (c | 0x20) - 'a' + 10);
+      }
+      if (!hex) return "\"source_id\" is not 16 hex digits";
+      continue;
+    }
+    (key == "title" ? title : key == "content" ? content : source).assign(value);
   }
   return {};
 }
@@ -74,8 +92,10 @@ int run_match(const match_args& args) {
   }
   simdjson::ondemand::parser parser;
   matcher::article art;
+  matcher::source_scope scope;
   matcher::match_result result;
-  std::string title, content, out;
+  std::string title, content, source, out;
+  uint64_t source_id = 0;
   std::vector<uint32_t> order;
   std::vector<std::string_view> words;
   size_t article = 0, line_number = 0;
@@ -84,7 +104,7 @@ int run_match(const match_args& args) {
     ++line_number;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     out.clear();
-    if (auto err = read_article(parser, line, title, content); !err.empty()) {
+    if (auto err = read_article(parser, line, title, content, source, source_id); !err.empty()) {
       fmt::print(stderr, "feedplane: match: {}:{}: article {} has no matches: {}\n", args.articles,
                  line_number, article, err);
       rc = 1;
@@ -94,7 +114,8 @@ int run_match(const match_args& args) {
       continue;
     }
     art.assign_html(title, content);
-    idx.match(art, result);
+    scope.assign(matcher::url_host(source), source_id);
+    idx.match(art.view(scope), result);
     const auto ids = result.ids();
     order.resize(ids.size());
     std::iota(order.begin(), order.end(), 0u);
@@ -132,12 +153,15 @@ int run_match(const match_args& args) {
 void add_match_command(CLI::App& app, int* rc) {
   auto* cmd = app.add_subcommand(
       "match",
-      "match articles (JSON Lines: title, content) against subscriptions (one query a line)");
+      "match articles (JSON Lines: title, content, optionally source and source_id) against "
+      "subscriptions (one query a line)");
   cmd->footer(
       "Prints {\"article\": i, \"matches\": [subscription ids ascending]} per article, in input\n"
       "order. A subscription's id is its 0-based line number; an invalid query is reported on\n"
       "stderr with its line and reason and skipped. Query language: words (all required;\n"
-      "AND may be written), OR, parentheses, -word or NOT word, \"quoted phrase\", title:word.\n"
+      "AND may be written), OR, parentheses, -word or NOT word, \"quoted phrase\", title:word,\n"
+      "source:HOST (its feed's host or a host under it: \"source\", the feed URL) and source:ID\n"
+      "(\"source_id\", 16 hex digits).\n"
       "Limits: 16 words, 8 AND-clauses after expanding OR and NOT, 32 levels of nesting.");
   auto args = std::make_shared<match_args>();
   cmd->add_option("--subscriptions,-s", args->subscriptions, "file with one query per line")

@@ -8,6 +8,8 @@
 #include <string>
 #include <utility>
 
+#include "feedplane/matcher/source.h"
+
 namespace feedplane::matcher {
 namespace {
 constexpr uint32_t k_none = 0xFFFFFFFFu;
@@ -798,6 +800,20 @@ struct index::impl {
         hits.push_back({w, b});
       }
     }
+    // The source's tokens (source.h) are distinct words that occur once, in no title and in
+    // no sequence (a phrase is of words, and no word spells a token); a clause that names
+    // a source sits in its token's postings, which articles from other sources never read.
+    if (const source_scope* scope = a.scope()) {
+      for (size_t t = 0; t < scope->size(); ++t) {
+        const uint64_t h = scope->hash(t);
+        if (counted) count(h, 1);
+        const uint32_t w = find_word(h, scope->token(t));
+        if (w == k_none || present[w]) continue;
+        present[w] = 1;
+        distinct.push_back(w);
+        if (const uint32_t* b = words[w].block) hits.push_back({w, b});
+      }
+    }
     if (want_sequence) {
       const size_t n = a.size();
       sequence.resize(n + 1);
@@ -1076,17 +1092,21 @@ void index::matched_words(const match_result& r, size_t k,
   const uint32_t i = single ? static_cast<uint32_t>(k - seg->first) : r.where_[k] & k_word_mask;
   uint32_t e[k_max_plain_words + 1];
   postings::read(m.words[w].block, cls, i, e);
+  // Source tokens are no words of the article: left out.
   if (cls == k_general) {
     const general_clause& gc = m.clauses[e[0]];
     for (uint32_t x : gc.must) {
       const auto s = m.word_text(x);
-      if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
+      if (!is_source_token(s) && std::find(out.begin(), out.end(), s) == out.end())
+        out.push_back(s);
     }
     return;
   }
-  out.push_back(m.word_text(w));
+  if (!is_source_token(m.word_text(w))) out.push_back(m.word_text(w));
   const size_t stride = stride_of(cls);
-  for (size_t j = 1; j < stride; ++j) out.push_back(m.word_text(e[j]));
+  for (size_t j = 1; j < stride; ++j) {
+    if (!is_source_token(m.word_text(e[j]))) out.push_back(m.word_text(e[j]));
+  }
 }
 
 size_t index::maintain(size_t budget) {

@@ -2,10 +2,46 @@
 
 #include <algorithm>
 
+#include "feedplane/matcher/source.h"
+
 namespace feedplane::matcher {
 namespace {
 
+// Whether the article's source is host or under it: the rule of source.h, written as a
+// suffix test on the host rather than through the tokens the index uses.
+bool from_host(const source_scope& s, std::string_view host) {
+  const std::string_view h = s.host();
+  if (h.empty() || h.size() > max_source_host_bytes) return false;
+  size_t labels = 1;
+  bool numeric = true;
+  for (size_t i = 0; i < h.size(); ++i) {
+    if (h[i] == ':' || h[i] == '[') return false;  // an IPv6 literal
+    if (h[i] == '.') {
+      if (i == 0 || i + 1 == h.size() || h[i + 1] == '.') return false;  // an empty label
+      ++labels;
+    } else {
+      numeric &= h[i] >= '0' && h[i] <= '9';
+    }
+  }
+  if (labels < 2) return false;
+  if (h == host) return true;
+  return !numeric && h.size() > host.size() && h.ends_with(host) &&
+         h[h.size() - host.size() - 1] == '.';
+}
+
+bool from_id(const source_scope& s, std::string_view hex) {
+  uint64_t id = 0;
+  for (char c : hex) id = id << 4 | static_cast<uint64_t>(c <= '9' ? c - '0' : c - 'a' + 10);
+  return s.id() != 0 && s.id() == id;
+}
+
 bool has_term(const query_term& t, const article_view& a) {
+  if (t.kind != term_kind::words) {
+    const source_scope* s = a.scope();
+    const std::string_view value = std::string_view(t.words[0]).substr(2);  // after mark, kind
+    if (s == nullptr) return false;
+    return t.kind == term_kind::source_host ? from_host(*s, value) : from_id(*s, value);
+  }
   const size_t n = t.words.size();
   // A phrase never spans the title and the content.
   auto in_range = [&](size_t begin, size_t end) {
@@ -89,6 +125,7 @@ uint32_t counting_matcher::intern(uint64_t h) {
 }
 
 bool counting_matcher::add(uint32_t id, const parsed_query& q) {
+  // A source term is one more token (source.h), posted like a word.
   if (q.clauses.size() != 1 || !q.clauses[0].must_not.empty()) return false;
   for (const auto& t : q.clauses[0].must) {
     if (t.title || t.words.size() != 1) return false;
@@ -106,9 +143,9 @@ void counting_matcher::match(const article_view& a, std::vector<uint32_t>& out) 
   out.clear();
   distinct_.clear();
   size_t postings = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    const uint32_t w = find(a.hash(i));
-    if (w == UINT32_MAX || ((seen_[w >> 6] >> (w & 63)) & 1)) continue;
+  auto count = [&](uint64_t h) {
+    const uint32_t w = find(h);
+    if (w == UINT32_MAX || ((seen_[w >> 6] >> (w & 63)) & 1)) return;
     seen_[w >> 6] |= uint64_t{1} << (w & 63);
     distinct_.push_back(w);
     for (uint32_t c : postings_[w]) {
@@ -116,6 +153,10 @@ void counting_matcher::match(const article_view& a, std::vector<uint32_t>& out) 
       if (counter_[c]++ == 0) touched_.push_back(c);
       if (counter_[c] == clause_need_[c]) out.push_back(clause_id_[c]);
     }
+  };
+  for (size_t i = 0; i < a.size(); ++i) count(a.hash(i));
+  if (const source_scope* s = a.scope()) {
+    for (size_t t = 0; t < s->size(); ++t) count(s->hash(t));
   }
   for (uint32_t c : touched_) counter_[c] = 0;
   touched_.clear();

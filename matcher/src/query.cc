@@ -2,6 +2,7 @@
 #include "feedplane/matcher/query.h"
 
 #include "feedplane/base/errc.h"
+#include "feedplane/matcher/source.h"
 
 #include <algorithm>
 #include <iterator>
@@ -28,8 +29,9 @@ constexpr errc_entry k_errc_table[] = {
     {"never_matches", "every alternative excludes a word it requires"},
     {"only_exclusions", "an alternative excludes words but requires none"},
     {"only_frequent_words", "an alternative requires only very frequent words"},
+    {"bad_source", "a source: term names no host or source id"},
 };
-static_assert(std::size(k_errc_table) == static_cast<size_t>(errc::only_frequent_words) + 1);
+static_assert(std::size(k_errc_table) == static_cast<size_t>(errc::bad_source) + 1);
 }  // namespace
 
 std::string_view errc_name(errc e) { return base::errc_lookup(k_errc_table, e).name; }
@@ -52,8 +54,9 @@ enum class tok : uint8_t { end, lparen, rparen, op_or, op_and, op_not, minus, ti
 struct token {
   tok type;
   size_t column;                   // 1-based
-  std::vector<std::string> words;  // tok::word: one word, or a phrase
+  std::vector<std::string> words;  // tok::word: one word, or a phrase, or a source token
   bool quoted = false;
+  term_kind kind = term_kind::words;
 };
 
 bool is_space(char c) {
@@ -127,6 +130,13 @@ class parser {
         return fail(errc::dangling_operator, column,
                     "'-' at column " + std::to_string(column) +
                         " must be followed directly by a word, phrase or group to exclude");
+      } else if (text_.substr(i, 7) == "source:") {
+        size_t j = i + 7;
+        while (j < n && !ends_bare(text_[j])) ++j;
+        token t{tok::word, column, {}};
+        if (auto err = source_term(i + 7, j, column, t); !err.ok()) return err;
+        tokens_.push_back(std::move(t));
+        i = j;
       } else if (text_.substr(i, 6) == "title:") {
         if (i + 6 == n || is_space(text_[i + 6]) || text_[i + 6] == ')') {
           return fail(errc::dangling_operator, column,
@@ -152,6 +162,86 @@ class parser {
       }
     }
     tokens_.push_back({tok::end, n + 1, {}});
+    return {};
+  }
+
+  // The term of the `source:` at `column` whose argument is text_[begin, end): a host
+  // (source.h: case folded, one trailing dot dropped) or a source id (16 hex digits).
+  query_error source_term(size_t begin, size_t end, size_t column, token& out) const {
+    std::string_view arg = text_.substr(begin, end - begin);
+    size_t shown = std::min<size_t>(arg.size(), 40);
+    while (shown < arg.size() && (static_cast<unsigned char>(arg[shown]) & 0xC0) == 0x80) --shown;
+    const std::string what = "'source:" + std::string(arg.substr(0, shown)) +
+                             (shown < arg.size() ? "...'" : "'") + " at column " +
+                             std::to_string(column);
+    auto bad = [&](size_t at, const std::string& why) {
+      return fail(errc::bad_source, at, what + ": " + why);
+    };
+    if (arg.empty()) {
+      return fail(errc::bad_source, column,
+                  "'source:' at column " + std::to_string(column) +
+                      " needs a host or a source id right after it (source:example.com, "
+                      "source:0123456789abcdef)");
+    }
+    if (arg.size() > 1 && arg.back() == '.') arg.remove_suffix(1);
+    if (arg.size() > max_source_host_bytes) {
+      return bad(column, "a host name is at most " + std::to_string(max_source_host_bytes) +
+                             " bytes; this one has " + std::to_string(arg.size()));
+    }
+    std::string host;
+    host.reserve(arg.size());
+    size_t labels = 1, label_begin = 0;
+    bool numeric = true, last_numeric = true, hex = arg.size() == 16;
+    for (size_t k = 0; k <= arg.size(); ++k) {
+      const size_t at = begin + k + 1;
+      if (k == arg.size() || arg[k] == '.') {
+        if (k == label_begin) return bad(at, "empty label at column " + std::to_string(at));
+        if (k - label_begin > 63) {
+          return bad(begin + label_begin + 1, "a label is at most 63 bytes; the one at column " +
+                                                  std::to_string(begin + label_begin + 1) +
+                                                  " has " + std::to_string(k - label_begin));
+        }
+        if (k == arg.size()) break;
+        host += '.';
+        ++labels;
+        label_begin = k + 1;
+        last_numeric = true;
+        hex = false;
+        continue;
+      }
+      char c = arg[k];
+      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + 32);
+      const bool digit = c >= '0' && c <= '9';
+      if (!digit && !(c >= 'a' && c <= 'z') && c != '-' && c != '_' && c != '~') {
+        if (static_cast<unsigned char>(c) >= 0x80) {
+          return bad(at, "a host name is ASCII: write a non-ASCII name in its xn-- form");
+        }
+        return bad(at, "'" + std::string(1, c) + "' at column " + std::to_string(at) +
+                           " cannot be in a host name (letters, digits, '-', '_', '~', '.')");
+      }
+      numeric &= digit;
+      last_numeric &= digit;
+      hex &= digit || (c >= 'a' && c <= 'f');
+      host += c;
+    }
+    if (labels == 1) {
+      if (hex) {
+        uint64_t id = 0;
+        for (char c : host) id = id << 4 | static_cast<uint64_t>(c <= '9' ? c - '0' : c - 'a' + 10);
+        out.words.push_back(source_id_token(id));
+        out.kind = term_kind::source_id;
+        return {};
+      }
+      return bad(column,
+                 "a single label is not a scope: give a host with at least two labels "
+                 "(example.com; a bare top-level domain is not indexed) or a source id (16 hex "
+                 "digits)");
+    }
+    if (last_numeric && !numeric) {
+      return bad(column, "a top-level label is never a number (give an IPv4 address whole)");
+    }
+    out.words.push_back(source_host_token(host));
+    out.kind = term_kind::source_host;
     return {};
   }
 
@@ -310,6 +400,7 @@ class parser {
     if (t.type == tok::word) {
       out.type = query_node::kind::term;
       out.term.words = std::move(tokens_[pos_].words);
+      out.term.kind = tokens_[pos_].kind;
       ++pos_;
       return {};
     }
@@ -317,8 +408,9 @@ class parser {
                 "unexpected token at column " + std::to_string(t.column));  // unreachable
   }
 
+  // A source term is about the article, not its title: title: leaves it as it is.
   static void set_title(query_node& node) {
-    node.term.title = true;
+    node.term.title = node.term.kind == term_kind::words;
     for (auto& c : node.children) set_title(c);
   }
 
@@ -336,10 +428,11 @@ size_t count_words(const query_node& node) {
   return n;
 }
 
+// Of the words only: a source term has its own limit (source_term).
 std::string_view longest_word(const query_node& node) {
   std::string_view longest;
   for (const auto& w : node.term.words) {
-    if (w.size() > longest.size()) longest = w;
+    if (node.term.kind == term_kind::words && w.size() > longest.size()) longest = w;
   }
   for (const auto& c : node.children) {
     const std::string_view l = longest_word(c);
@@ -502,6 +595,9 @@ std::string to_string(const query_node& node) {
   using kind = query_node::kind;
   switch (node.type) {
     case kind::term: {
+      if (node.term.kind != term_kind::words) {
+        return "source:" + node.term.words[0].substr(2);  // the token's mark and kind byte
+      }
       std::string s = node.term.title ? "title:" : "";
       const bool quote = node.term.words.size() != 1;
       if (quote) s += '"';

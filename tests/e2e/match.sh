@@ -53,6 +53,26 @@ if "$bin" match -s "$tmp/subs.txt" -a "$tmp/bad.jsonl" >"$tmp/out" 2>"$tmp/err";
 printf '{"article": 0, "matches": [0, 5]}\n{"article": 1, "matches": []}\n{"article": 2, "matches": [1]}\n' | diff -u - "$tmp/out" || fail "bad article output"
 grep -q "bad.jsonl:2: article 1" "$tmp/err" || fail "bad article not reported"
 
+# source: scopes: "source" is the article's feed URL (its host and the hosts above it scope
+# it, never a lookalike or a word of the text), "source_id" its source id.
+cat >"$tmp/src_subs.txt" <<'SUBS'
+source:apple.com ios
+ios -source:apple.com
+source:00000000000000aa
+source:com
+SUBS
+cat >"$tmp/src_arts.jsonl" <<'ARTS'
+{"title": "iOS 18", "content": "x", "source": "https://developer.apple.com/news/rss/news.rss", "source_id": "00000000000000AA"}
+{"title": "iOS tips", "content": "x", "source": "https://www.notapple.com/feed"}
+{"title": "iOS and apple.com", "content": "x"}
+{"title": "x", "content": "x", "source_id": "aa"}
+ARTS
+if "$bin" match -s "$tmp/src_subs.txt" -a "$tmp/src_arts.jsonl" >"$tmp/out" 2>"$tmp/err"; then fail "bad source_id accepted"; fi
+printf '{"article": 0, "matches": [0, 2]}\n{"article": 1, "matches": [1]}\n{"article": 2, "matches": [1]}\n{"article": 3, "matches": []}\n' |
+  diff -u - "$tmp/out" || fail "source: scopes"
+grep -q "src_subs.txt:4: subscription 3 skipped: 'source:com' at column 1: a single label is not a scope" "$tmp/err" || fail "source:com not refused: $(cat "$tmp/err")"
+grep -q "src_arts.jsonl:4: article 3 has no matches: \"source_id\" is not 16 hex digits" "$tmp/err" || fail "bad source_id not reported: $(cat "$tmp/err")"
+
 # Missing files.
 if "$bin" match -s "$tmp/none" -a "$tmp/arts.jsonl" 2>"$tmp/err"; then fail "missing file accepted"; fi
 grep -q "cannot open" "$tmp/err" || fail "missing file message"

@@ -1,13 +1,18 @@
 // Query parser on arbitrary bytes: never crashes; an accepted query matches the same
-// articles in the index as in the naive matcher (articles made from the input itself).
+// articles in the index as in the naive matcher (articles made from the input itself, from
+// no source, from the input's own bytes as a host, and, for each `source:` term, from its
+// host, a host under it, a lookalike, or its id).
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "feedplane/matcher/index.h"
 #include "feedplane/matcher/naive.h"
+#include "feedplane/matcher/source.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   namespace fm = feedplane::matcher;
@@ -19,7 +24,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fm::naive_matcher naive;
   idx.add(7, q);
   naive.add(7, q);
+  std::vector<std::pair<std::string, uint64_t>> sources = {{std::string(text.substr(0, 300)), 1}};
+  for (const auto& c : q.clauses) {
+    for (const auto* terms : {&c.must, &c.must_not}) {
+      for (const fm::query_term& t : *terms) {
+        if (t.kind == fm::term_kind::words || sources.size() > 8) continue;
+        const std::string value = t.words[0].substr(2);  // after the token's mark and kind
+        if (t.kind == fm::term_kind::source_host) {
+          sources.push_back({value, 0});
+          sources.push_back({"www." + value, 0});
+          sources.push_back({"x" + value, 0});
+        } else {
+          sources.push_back({"example.org", std::strtoull(value.c_str(), nullptr, 16)});
+        }
+      }
+    }
+  }
   fm::article a;
+  fm::source_scope scope;
   fm::match_result r;
   std::vector<uint32_t> expect;
   const std::string_view halves[] = {text.substr(0, size / 2), text.substr(size / 2)};
@@ -30,6 +52,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     idx.match(a, r);
     naive.match(a, expect);
     if (r.ids().size() != expect.size()) std::abort();
+    for (const auto& [host, id] : sources) {
+      scope.assign(host, id);
+      idx.match(a.view(scope), r);
+      naive.match(a.view(scope), expect);
+      if (r.ids().size() != expect.size()) std::abort();
+    }
   }
   return 0;
 }

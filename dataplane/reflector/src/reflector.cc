@@ -29,6 +29,7 @@
 #include "feedplane/feed/text.h"
 #include "feedplane/matcher/index.h"
 #include "feedplane/matcher/query.h"
+#include "feedplane/matcher/source.h"
 #include "feedplane/matcher/text.h"
 #include "feedplane/net/http_server.h"
 #include "feedplane/reflector/last_k.h"
@@ -449,6 +450,14 @@ class reflector final : public dataplane::component {
                 std::function<void(reflector&)> done);
   const cached_article* article(uint64_t seq);
   void remember(const rt::article& a);
+  // What matching reads of a: its words and its source's tokens (the host of its feed URL
+  // and its source id: matcher/source.h), which `source:` terms match. The tokens are made
+  // here, at match time, into scope_, so the frozen article and its durable record carry
+  // none; the view is valid until the next call.
+  matcher::article_view scoped_words(const rt::article& a) {
+    scope_.assign(matcher::url_host(a.source_url()), a.meta().source_id);
+    return a.words().with_scope(&scope_);
+  }
   void update_gauges();
 
   shard_services& s_;
@@ -472,6 +481,7 @@ class reflector final : public dataplane::component {
 
   matcher::index index_;
   matcher::match_result result_;
+  matcher::source_scope scope_;  // of the article being matched or indexed (scoped_words)
   matcher::query_parser parser_;
   simdjson::ondemand::parser json_;
   std::vector<std::unique_ptr<subscription>> subs_;  // by index id
@@ -1264,7 +1274,7 @@ void reflector::on_article(rt::shard&, const rt::article_ref& a) {
   m_.articles->add();
   const auto t0 = std::chrono::steady_clock::now();
   // Fast: the index touches only the postings of the article's words (matcher/index.h).
-  index_.match(a->words(), result_);
+  index_.match(scoped_words(*a), result_);
   if (result_.ids().empty()) {
     m_.match_us->observe(uint64_t(
         std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0)
@@ -1366,10 +1376,13 @@ void reflector::index_recent(const rt::article& a) {
   if (t >= now - int64_t(window)) {
     window_.emplace_back(a.seq(), t);
     if (a.seq() % s_.rt->count() == s_.rt->index()) {
-      // Distinct words only: one posting per word and article.
-      const matcher::article_view v = a.words();
+      // Distinct words only: one posting per word and article; and one per source token,
+      // so a scoped query's candidates can be its source's articles. Keyed by hash alone:
+      // every candidate is verified by the index, which compares text.
+      const matcher::article_view v = scoped_words(a);
       for (size_t d = 0; d < v.distinct(); ++d) postings_[v.hash(v.first(d))].push_back(a.seq());
-      postings_entries_ += v.distinct();
+      for (size_t k = 0; k < scope_.size(); ++k) postings_[scope_.hash(k)].push_back(a.seq());
+      postings_entries_ += v.distinct() + scope_.size();
     }
   }
   while (!window_.empty() && window_.front().second < now - int64_t(window)) window_.pop_front();
@@ -1452,7 +1465,7 @@ void reflector::search_now(const call_ptr& cp, const std::vector<search_query>& 
       std::string err;
       rt::article_ref a = s_.db->read_article(seq, &err);
       if (!a) continue;
-      search_index_.match(a->words(), search_result_);
+      search_index_.match(scoped_words(*a), search_result_);
       if (search_result_.ids().empty()) continue;
       cp->seqs[qi].push_back(seq);
       if (!items) continue;

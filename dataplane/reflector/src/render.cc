@@ -25,6 +25,7 @@ bool contains(const std::vector<std::string>& words, std::string_view w) {
 void collect(const matcher::query_node& n, std::vector<std::string>& out) {
   switch (n.type) {
     case matcher::query_node::kind::term:
+      if (n.term.kind != matcher::term_kind::words) break;  // a source: scope is no word
       for (const std::string& w : n.term.words) {
         if (!contains(out, w)) out.push_back(w);
       }

@@ -14,11 +14,13 @@
 namespace feedplane::matcher {
 
 class article;
+class source_scope;
 
 // What matching reads of an article: its folded words, their hashes and its distinct
 // words, as views into memory someone else owns (an article builder below, or a frozen
-// article shared by every shard, dataplane/runtime). Cheap to copy; valid while the owner
-// is alive and unchanged.
+// article shared by every shard, dataplane/runtime), and optionally its source's tokens
+// (source.h), which the matcher adds at match time. Cheap to copy; valid while the owners
+// are alive and unchanged.
 class article_view {
  public:
   struct parts {
@@ -49,8 +51,18 @@ class article_view {
   uint32_t of(size_t i) const { return p_.of[i]; }
   const parts& raw() const { return p_; }
 
+  // The article's source (source.h), or null: `source:` terms match only through it. Words
+  // never meet source tokens: those are not in word(), and no word spells one.
+  const source_scope* scope() const { return scope_; }
+  article_view with_scope(const source_scope* s) const {
+    article_view v = *this;
+    v.scope_ = s;
+    return v;
+  }
+
  private:
   parts p_;
+  const source_scope* scope_ = nullptr;
 };
 
 // The reusable builder: tokenizes an article's text into its own scratch, reused from one
@@ -84,6 +96,8 @@ class article {
     return {tokens_.bounds_.data(), tokens_.bounds_.size()};
   }
   article_view view() const { return article_view(*this); }
+  // The view with the source's tokens (source.h); scope must outlive the view.
+  article_view view(const source_scope& scope) const { return view().with_scope(&scope); }
 
  private:
   friend class article_view;

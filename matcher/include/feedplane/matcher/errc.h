@@ -24,6 +24,7 @@ enum class errc : uint8_t {
   never_matches,           // every alternative excludes a word it requires
   only_exclusions,         // an alternative requires no word
   only_frequent_words,     // an alternative requires only very frequent words
+  bad_source,              // a malformed source: term (empty, bad character, too long, a TLD)
 };
 
 // "too_deep" etc.: stable names for JSON output, metrics and logs.

@@ -15,7 +15,9 @@
 // checked, without branches. Anything else (OR, NOT, phrases, title:, more than 8 words)
 // is a general clause in class 8, verified against the article in full. Per-article work
 // is proportional to the postings of the article's words, never to the number of
-// subscriptions, and the byte array is cleared by the same word list that set it. The
+// subscriptions, and the byte array is cleared by the same word list that set it. A
+// `source:` term is a word here: its token (source.h) is in the vocabulary, and an article's
+// source tokens (article_view::scope) are looked up like its distinct words. The
 // lookups of an article's words are prefetched a pass ahead, so that their cache misses
 // overlap.
 //
@@ -110,7 +112,8 @@ class index {
   void observe(const article_view& a);
 
   // The words of the subscription behind match k of result that occur in the article
-  // (for highlighting). Valid until the index is next modified.
+  // (for highlighting; never a source token, so empty for a scope alone). Valid until the
+  // index is next modified.
   void matched_words(const match_result& result, size_t k,
                      std::vector<std::string_view>& words) const;
 

@@ -2,12 +2,14 @@
 //
 // naive_matcher evaluates every subscription's parse tree, as written, against the
 // article's word list: linear in subscriptions and article length, obviously right, and
-// the oracle the index is tested against.
+// the oracle the index is tested against. It tests a `source:` term against the article's
+// source host and id by their rule (source.h), not through the tokens the index uses.
 //
 // counting_matcher is Fabret et al.'s basic counting algorithm, the peer the index is
 // measured against: every word of every plain conjunction is posted, and an article
 // increments a counter per posting; a clause matches when its counter reaches its
-// length. It takes plain conjunctions only (the Cobra workload).
+// length. It takes plain conjunctions only (the Cobra workload); a `source:` term is one
+// more posted token (source.h).
 #pragma once
 
 #include <cstdint>

@@ -8,6 +8,10 @@
 //   "new york"               the words must appear consecutively, in this order
 //   title:rust  title:"new york"  title:(rust OR go)
 //                            only words of the article's title count
+//   source:apple.com         only articles from apple.com or a host under it (source.h),
+//   source:0123456789abcdef  or from the source with that id (16 hex digits); combines
+//                            like a word: `source:developer.apple.com ios -ipados`,
+//                            `rust -source:example.com`, `source:a.org OR source:b.org`
 //
 // Words are normalised exactly like article text (text.h): case folded, split at
 // punctuation. A word that splits (`e-mail`, `u.s.`, `don't`) is matched as a phrase.
@@ -17,7 +21,13 @@
 // empty query; an alternative with only exclusions; an alternative whose required words
 // are all among the most frequent words (they would match nearly every article); unbalanced
 // quotes or parentheses; an operator with nothing to apply to; more than max_words words
-// or max_clauses clauses; a word longer than max_word_bytes; nesting deeper than max_depth.
+// or max_clauses clauses; a word longer than max_word_bytes; nesting deeper than max_depth;
+// a malformed `source:` (nothing after it, a byte no host name has, over 253 bytes or a
+// label over 63, a bare top-level domain such as `source:com`, a numeric top-level label
+// that is not a whole IPv4 address), with its column. A `source:` term counts as one word
+// toward max_words and is not subject to max_word_bytes; it is case-insensitive, ignores
+// one trailing dot, and title: does not apply to it (`title:(source:a.org rust)` is
+// `source:a.org title:rust`). A non-ASCII host is written in its xn-- form.
 #pragma once
 
 #include <cstddef>
@@ -39,10 +49,15 @@ struct query_limits {
                                 // recursion, so a hostile query cannot overflow the stack)
 };
 
-// One word (words.size() == 1) or a phrase of consecutive words, each case folded.
+// What a term tests: words of the article's text, or its source (source.h).
+enum class term_kind : uint8_t { words, source_host, source_id };
+
+// One word (words.size() == 1) or a phrase of consecutive words, each case folded; or, for a
+// source term, words[0] is its token (source.h: source_host_token, source_id_token).
 struct query_term {
   std::vector<std::string> words;
-  bool title = false;  // only the article title counts
+  bool title = false;  // only the article title counts (never set on a source term)
+  term_kind kind = term_kind::words;
   bool operator==(const query_term&) const = default;
 };
 

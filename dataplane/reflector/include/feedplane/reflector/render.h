@@ -50,7 +50,7 @@ std::string feed_etag(std::span<const uint64_t> seqs, uint64_t generation, std::
                       uint32_t k, feed_format f);
 
 // The folded words a query requires or allows (every term not under NOT), once each, in
-// query order: what a served entry can have matched.
+// query order: what a served entry can have matched (a source: term is no word: left out).
 std::vector<std::string> positive_words(const matcher::query_node& tree);
 // Of `words` (folded), those that occur among the words of the texts, in `words` order.
 std::vector<std::string> words_in(const std::vector<std::string>& words,
