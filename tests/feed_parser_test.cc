@@ -2,7 +2,12 @@
 // entities and each named recovery; unreadable documents give named errors.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
+#include <vector>
 
 #include "feedplane/feed/parser.h"
 #include "feedplane/feed/render.h"
@@ -704,4 +709,111 @@ TEST(feed_rss, dcterms_dates) {
   ASSERT_EQ(r.f.entries.size(), 1u);
   EXPECT_EQ(r.f.entries[0].published, 1072915200);
   EXPECT_EQ(r.f.entries[0].updated, 1072915200 + 86400);
+}
+
+// ---------------------------------------------------------------------------------------
+// Issue 10's ingestion gaps.
+
+// RSS 2.0 declared as the default namespace (Userland's and Harvard's URIs, any case, any
+// backend.userland.com/rss* variant), or an unknown default namespace: read as RSS, as
+// feedparser and Go's encoding/xml do. Prefixed elements of an unknown namespace stay foreign.
+TEST(feed_rss, default_namespace_is_read_as_rss) {
+  for (const char* uri :
+       {"http://backend.userland.com/rss2", "http://backend.userland.com/rss",
+        "HTTP://Backend.Userland.com/RSS2", "http://blogs.law.harvard.edu/tech/rss",
+        "http://purl.org/rss/1.0/modules/rss091#", "http://example.com/unknown"}) {
+    const auto r = parse(std::string("<rss version=\"2.0\" xmlns=\"") + uri +
+                             "\" xmlns:x=\"http://example.com/x\"><channel><title>T</title>"
+                             "<item><x:title>foreign</x:title><title>a</title>"
+                             "<link>/p/1</link><guid isPermaLink=\"false\">g1</guid>"
+                             "<description>&lt;img src=\"i.png\"&gt;</description></item>"
+                             "<item><title>b</title></item></channel></rss>",
+                         {}, "https://ex.org/feed");
+    ASSERT_EQ(r.rc, parse_errc::ok) << uri;
+    EXPECT_EQ(r.f.format, feed_format::rss) << uri;
+    EXPECT_EQ(r.f.title, "T") << uri;
+    ASSERT_EQ(r.f.entries.size(), 2u) << uri;
+    EXPECT_EQ(r.f.entries[0].title, "a") << uri;
+    EXPECT_EQ(r.f.entries[0].link, "https://ex.org/p/1") << uri;
+    EXPECT_EQ(r.f.entries[0].id, "g1") << uri;
+    EXPECT_EQ(r.f.entries[0].summary, "<img src=\"https://ex.org/i.png\">") << uri;
+  }
+  // An RDF document whose RSS 1.0 default is undeclared halfway (xmlns=""): still RSS.
+  const auto r = parse(
+      "<rdf:RDF xmlns:rdf=\"http://www.w3.org/1999/02/22-rdf-syntax-ns#\" "
+      "xmlns=\"http://purl.org/rss/1.0/\"><channel><title>R</title></channel>"
+      "<item xmlns=\"\"><title>i</title><link>http://ex.org/i</link></item></rdf:RDF>");
+  ASSERT_EQ(r.rc, parse_errc::ok);
+  ASSERT_EQ(r.f.entries.size(), 1u);
+  EXPECT_EQ(r.f.entries[0].title, "i");
+}
+
+// Atom whose elements carry a prefix, Atom 0.3 (issued/modified/created, mode="escaped",
+// mode="base64", type="text/html") and its pre-0.3 namespaces: all Atom.
+TEST(feed_atom, prefixed_and_atom03) {
+  const auto a = parse(
+      "<atom:feed xmlns:atom=\"http://www.w3.org/2005/Atom\"><atom:title>P</atom:title>"
+      "<atom:entry><atom:id>urn:1</atom:id><atom:title>E</atom:title>"
+      "<atom:link rel=\"alternate\" href=\"/e\"/><atom:updated>2005-07-31T12:29:29Z</atom:updated>"
+      "<atom:content type=\"html\">&lt;a href=\"x\"&gt;x&lt;/a&gt;</atom:content>"
+      "</atom:entry></atom:feed>",
+      {}, "https://ex.org/blog/atom.xml");
+  ASSERT_EQ(a.rc, parse_errc::ok);
+  EXPECT_EQ(a.f.format, feed_format::atom);
+  EXPECT_EQ(a.f.version, "1.0");
+  EXPECT_EQ(a.f.title, "P");
+  ASSERT_EQ(a.f.entries.size(), 1u);
+  EXPECT_EQ(a.f.entries[0].link, "https://ex.org/e");
+  EXPECT_TRUE(a.f.entries[0].has_updated);
+  EXPECT_EQ(a.f.entries[0].content, "<a href=\"https://ex.org/blog/x\">x</a>");
+
+  const auto b = parse(
+      "<a:feed version=\"0.3\" xmlns:a=\"http://purl.org/atom/ns#\" xml:base=\"http://ex.org/\">"
+      "<a:title>Old</a:title><a:entry xml:base=\"2003/\"><a:title>e</a:title>"
+      "<a:link rel=\"alternate\" type=\"text/html\" href=\"e.html\"/>"
+      "<a:created>2003-12-13T08:29:29-04:00</a:created>"
+      "<a:issued>2003-12-13T18:30:02Z</a:issued><a:modified>2003-12-14T18:30:02Z</a:modified>"
+      "<a:summary type=\"text/html\" mode=\"base64\">PGEgaHJlZj0icy5odG1sIj5zPC9hPg==</a:summary>"
+      "<a:content type=\"text/html\" mode=\"escaped\">&lt;p&gt;&lt;a href=\"c.html\"&gt;c&lt;/a&gt;"
+      "&lt;/p&gt;</a:content></a:entry></a:feed>");
+  ASSERT_EQ(b.rc, parse_errc::ok);
+  EXPECT_EQ(b.f.format, feed_format::atom);
+  EXPECT_EQ(b.f.version, "0.3");
+  ASSERT_EQ(b.f.entries.size(), 1u);
+  const entry& e = b.f.entries[0];
+  EXPECT_EQ(e.link, "http://ex.org/2003/e.html");
+  EXPECT_EQ(date("2003-12-13T18:30:02Z"), "2003-12-13T18:30:02Z");
+  EXPECT_EQ(e.published, 1071340202);  // issued, not created
+  EXPECT_EQ(e.updated, 1071340202 + 86400);
+  EXPECT_EQ(e.content, "<p><a href=\"http://ex.org/2003/c.html\">c</a></p>");
+  EXPECT_EQ(e.summary, "<a href=\"http://ex.org/2003/s.html\">s</a>");  // decoded, then resolved
+
+  // Only created: it is the published date. A pre-0.3 ("Echo") namespace: Atom 0.3.
+  const auto c = parse(
+      "<feed xmlns=\"http://purl.org/echo/\"><entry><title>x</title>"
+      "<created>2003-12-13T18:30:02Z</created></entry></feed>");
+  ASSERT_EQ(c.rc, parse_errc::ok);
+  EXPECT_EQ(c.f.version, "0.3");
+  ASSERT_EQ(c.f.entries.size(), 1u);
+  EXPECT_EQ(c.f.entries[0].published, 1071340202);
+}
+
+// Every Atom 0.3 file of gofeed's test data, in place: Atom 0.3, read without an error.
+TEST(feed_atom, atom03_corpus_files_are_atom03) {
+  const char* dir = std::getenv("FEEDPLANE_CORPUS_DIR");
+  if (dir == nullptr || *dir == '\0') GTEST_SKIP() << "no shared corpus";
+  int files = 0;
+  for (const auto& d : std::filesystem::recursive_directory_iterator(std::filesystem::path(dir) /
+                                                                     "gofeed" / "testdata")) {
+    if (d.path().extension() != ".xml") continue;
+    std::ifstream in(d.path(), std::ios::binary);
+    const std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (doc.find("http://purl.org/atom/ns#") == std::string::npos) continue;
+    ++files;
+    const auto r = parse(doc);
+    EXPECT_EQ(r.rc, parse_errc::ok) << d.path();
+    EXPECT_EQ(r.f.format, feed_format::atom) << d.path();
+    EXPECT_EQ(r.f.version, "0.3") << d.path();
+  }
+  EXPECT_GT(files, 50);
 }

@@ -114,33 +114,54 @@ enum class ns : uint8_t {
   atom03,
   rss10,
   rss090,
+  rss20,  // the RSS 2.0 / 0.91 namespaces some publishers declare as the default
   rdf,
   dc,
   dcterms,
   content,
+  sy,  // RSS 1.0 syndication module (updatePeriod, updateFrequency)
   xhtml,
   media,
   itunes,
   xml,
-  other
+  other,
+  // An unprefixed element whose default namespace is one we do not know: read as the
+  // format's own element, as feedparser and Go's encoding/xml (Miniflux, gofeed) do.
+  unknown_default,
 };
 
 using base::ascii_iequals;
 
+// Namespace URIs compare case-insensitively, as feedparser's do: publishers vary the case.
 ns ns_from_uri(std::string_view u) {
-  if (u == "http://www.w3.org/2005/Atom") return ns::atom10;
-  if (u == "http://purl.org/atom/ns#") return ns::atom03;
-  if (u == "http://purl.org/rss/1.0/") return ns::rss10;
-  if (u == "http://my.netscape.com/rdf/simple/0.9/" ||
-      u == "http://channel.netscape.com/rdf/simple/0.9/")
+  if (u.empty()) return ns::none;  // xmlns="": back to no namespace
+  if (ascii_iequals(u, "http://www.w3.org/2005/Atom")) return ns::atom10;
+  if (ascii_iequals(u, "http://purl.org/atom/ns#")) return ns::atom03;
+  if (ascii_iequals(u, "http://purl.org/rss/1.0/")) return ns::rss10;
+  if (ascii_iequals(u, "http://my.netscape.com/rdf/simple/0.9/") ||
+      ascii_iequals(u, "http://channel.netscape.com/rdf/simple/0.9/"))
     return ns::rss090;
-  if (u == "http://www.w3.org/1999/02/22-rdf-syntax-ns#") return ns::rdf;
-  if (u == "http://purl.org/dc/elements/1.1/") return ns::dc;
-  if (u == "http://purl.org/dc/terms/") return ns::dcterms;
-  if (u == "http://purl.org/rss/1.0/modules/content/") return ns::content;
-  if (u == "http://www.w3.org/1999/xhtml") return ns::xhtml;
-  if (u == "http://search.yahoo.com/mrss/" || u == "http://search.yahoo.com/mrss") return ns::media;
+  if (ascii_iequals(u, "http://www.w3.org/1999/02/22-rdf-syntax-ns#")) return ns::rdf;
+  if (ascii_iequals(u, "http://purl.org/dc/elements/1.1/")) return ns::dc;
+  if (ascii_iequals(u, "http://purl.org/dc/terms/")) return ns::dcterms;
+  if (ascii_iequals(u, "http://purl.org/rss/1.0/modules/content/")) return ns::content;
+  if (ascii_iequals(u, "http://purl.org/rss/1.0/modules/syndication/")) return ns::sy;
+  if (ascii_iequals(u, "http://www.w3.org/1999/xhtml")) return ns::xhtml;
+  if (ascii_iequals(u, "http://search.yahoo.com/mrss/") ||
+      ascii_iequals(u, "http://search.yahoo.com/mrss"))
+    return ns::media;
   if (ascii_iequals(u, "http://www.itunes.com/dtds/podcast-1.0.dtd")) return ns::itunes;
+  // RSS 2.0 in a namespace: any backend.userland.com/rss* URI (feedparser's rule; "rss2" is
+  // the common one), Harvard's copy of the spec, and the RSS 1.0 module for 0.91 elements.
+  if (base::ascii_ifind(u, "backend.userland.com/rss") != std::string_view::npos ||
+      ascii_iequals(u, "http://blogs.law.harvard.edu/tech/rss") ||
+      ascii_iequals(u, "http://purl.org/rss/1.0/modules/rss091#"))
+    return ns::rss20;
+  // Atom's drafts before 0.3 ("Echo", "Pie"), still found in old feeds: read as 0.3.
+  if (ascii_iequals(u, "http://purl.org/echo/") || ascii_iequals(u, "http://purl.org/pie/") ||
+      ascii_iequals(u, "http://example.com/newformat#") ||
+      ascii_iequals(u, "http://example.com/necho") || ascii_iequals(u, "uri/of/echo/namespace#"))
+    return ns::atom03;
   return ns::other;
 }
 
@@ -150,12 +171,24 @@ ns ns_from_prefix(std::string_view p) {
   if (p == "dc") return ns::dc;
   if (p == "dcterms") return ns::dcterms;
   if (p == "content") return ns::content;
+  if (p == "sy") return ns::sy;
   if (p == "media") return ns::media;
   if (p == "itunes") return ns::itunes;
   if (p == "rdf") return ns::rdf;
   if (p == "xhtml") return ns::xhtml;
   if (p == "xml") return ns::xml;
   return ns::other;
+}
+
+// The namespaces whose elements are RSS's own: none, RSS 1.0, 0.90, 2.0, or an unknown default.
+bool rss_core(ns n) {
+  return n == ns::none || n == ns::rss10 || n == ns::rss090 || n == ns::rss20 ||
+         n == ns::unknown_default;
+}
+
+// The namespaces whose elements are Atom's own (0.3 or 1.0), inside an Atom document.
+bool atom_core(ns n) {
+  return n == ns::atom10 || n == ns::atom03 || n == ns::none || n == ns::unknown_default;
 }
 
 struct string_writer final : pugi::xml_writer {
@@ -393,7 +426,7 @@ parse_errc parser::impl::parse_xml(std::string_view bytes) {
   std::string_view local;
   const ns rns = resolve(root, &local);
   parse_errc rc = parse_errc::ok;
-  if (local == "rss" || (local == "channel" && (rns == ns::none || rns == ns::rss10))) {
+  if (local == "rss" || (local == "channel" && rss_core(rns))) {
     out->format = feed_format::rss;
     attr(root, "version", out->version);  // as sent; empty when the document names none
     if (local == "channel") {
@@ -419,7 +452,7 @@ parse_errc parser::impl::parse_xml(std::string_view bytes) {
       if (l == "channel") rss_channel(c, true);
       if (l == "item" && room()) rss_item(c, true);
     }
-  } else if (local == "feed" && (rns == ns::atom10 || rns == ns::atom03 || rns == ns::none)) {
+  } else if (local == "feed" && atom_core(rns)) {
     out->format = feed_format::atom;
     std::string& v = scratch;
     attr(root, "version", v);
@@ -478,8 +511,11 @@ ns parser::impl::resolve(pugi::xml_node n, std::string_view* local) const {
     prefix = name.substr(0, colon);
     *local = name.substr(colon + 1);
   }
-  for (size_t i = scopes.size(); i > 0; --i)
-    if (scopes[i - 1].first == prefix) return scopes[i - 1].second;
+  for (size_t i = scopes.size(); i > 0; --i) {
+    if (scopes[i - 1].first != prefix) continue;
+    const ns found = scopes[i - 1].second;
+    return prefix.empty() && found == ns::other ? ns::unknown_default : found;
+  }
   return prefix.empty() ? ns::none : ns_from_prefix(prefix);
 }
 
@@ -585,7 +621,7 @@ void parser::impl::rss_channel(pugi::xml_node ch, bool rdf) {
     const mark cm = enter(c);
     std::string_view l;
     const ns n = resolve(c, &l);
-    const bool core = n == ns::none || n == ns::rss10 || n == ns::rss090;
+    const bool core = rss_core(n);
     if (core) {
       if (l == "item") {
         if (room()) rss_item(c, rdf);
@@ -655,7 +691,7 @@ void parser::impl::rss_item(pugi::xml_node it, bool rdf) {
     const mark cm = enter(c);
     std::string_view l;
     const ns n = resolve(c, &l);
-    const bool core = n == ns::none || n == ns::rss10 || n == ns::rss090;
+    const bool core = rss_core(n);
     if (core) {
       if (l == "title") {
         text(c, e.title);
@@ -812,7 +848,6 @@ void parser::impl::atom_text(pugi::xml_node n, std::string& o) {
     return;
   }
   text(n, o);
-  if (type == "html") resolve_markup(o);
   // Binary media types arrive base64-encoded (RFC 4287 section 4.1.3.3); other types are text.
   const bool binary = type.starts_with("image/") || type.starts_with("audio/") ||
                       type.starts_with("video/") || type == "application/octet-stream";
@@ -824,6 +859,8 @@ void parser::impl::atom_text(pugi::xml_node n, std::string& o) {
       note(st, recovery::bad_base64);
     }
   }
+  // HTML: Atom 1.0's "html"; Atom 0.3 names the media type ("text/html", escaped or base64).
+  if (type == "html" || type == "text/html") resolve_markup(o);
 }
 
 void parser::impl::atom_person(pugi::xml_node n, std::vector<person>& v) {
@@ -924,7 +961,7 @@ void parser::impl::atom_feed(pugi::xml_node root, bool atom03) {
     const mark cm = enter(c);
     std::string_view l;
     const ns n = resolve(c, &l);
-    if (n == ns::atom10 || n == ns::atom03 || n == ns::none) {
+    if (atom_core(n)) {
       if (l == "entry") {
         if (room()) atom_entry(c, atom03);
       } else if (l == "title") {
@@ -957,7 +994,7 @@ void parser::impl::atom_entry(pugi::xml_node en, bool atom03) {
     const mark cm = enter(c);
     std::string_view l;
     const ns n = resolve(c, &l);
-    if (n == ns::atom10 || n == ns::atom03 || n == ns::none) {
+    if (atom_core(n)) {
       if (l == "id") {
         text(c, e.id);
         if (!e.id.empty() && !has_scheme(e.id) && !base().empty()) {
