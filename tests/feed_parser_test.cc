@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "feedplane/feed/dedup.h"
 #include "feedplane/feed/parser.h"
 #include "feedplane/feed/render.h"
 #include "feedplane/feed/text.h"
@@ -46,6 +47,15 @@ parsed parse(std::string_view doc, std::string_view content_type = {}, std::stri
   o.base_url = base;
   r.rc = p.parse(doc, o, r.f);
   return r;
+}
+
+// A file of the shared corpus (../shared/corpus, read in place), or empty when the corpus is
+// absent (the test then skips).
+std::string corpus_file(const std::string& rel) {
+  const char* dir = std::getenv("FEEDPLANE_CORPUS_DIR");
+  if (dir == nullptr || *dir == '\0') return {};
+  std::ifstream in(std::filesystem::path(dir) / rel, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
 std::string rss_item(std::string_view inner) {
@@ -816,4 +826,72 @@ TEST(feed_atom, atom03_corpus_files_are_atom03) {
     EXPECT_EQ(r.f.version, "0.3") << d.path();
   }
   EXPECT_GT(files, 50);
+}
+
+// An item without <link> takes its permalink guid as the link (isPermaLink absent or "true");
+// dedup still sees the item as sent, so nothing seen before comes back as an update.
+TEST(feed_rss, permalink_guid_becomes_the_link) {
+  const auto r = parse(
+      "<rss version=\"2.0\"><channel><title>T</title>"
+      "<item><title>1</title><guid>https://ex.org/p/1</guid></item>"
+      "<item><title>2</title><guid isPermaLink=\"true\">/p/2</guid></item>"
+      "<item><title>3</title><guid isPermaLink=\"false\">https://ex.org/p/3</guid></item>"
+      "<item><title>4</title><guid>12345</guid></item>"
+      "<item><title>5</title><link>https://ex.org/l/5</link><guid>https://ex.org/p/5</guid></item>"
+      "<item xml:base=\"https://other.example/x/\"><title>6</title>"
+      "<guid isPermaLink=\"TRUE\">p6</guid></item>"
+      "<item><title>7</title><guid>tag:ex.org,2024:7</guid></item>"
+      "</channel></rss>",
+      {}, "https://ex.org/feed.xml");
+  ASSERT_EQ(r.rc, parse_errc::ok);
+  ASSERT_EQ(r.f.entries.size(), 7u);
+  const auto& en = r.f.entries;
+  EXPECT_EQ(en[0].link, "https://ex.org/p/1");
+  EXPECT_TRUE(en[0].link_from_guid);
+  EXPECT_EQ(en[1].link, "https://ex.org/p/2");  // said true: a relative guid is resolved
+  EXPECT_EQ(en[2].link, "");                    // not a permalink
+  EXPECT_EQ(en[3].link, "");                    // the default, on a guid that is no URL
+  EXPECT_EQ(en[4].link, "https://ex.org/l/5");  // <link> wins
+  EXPECT_FALSE(en[4].link_from_guid);
+  EXPECT_EQ(en[5].link, "https://other.example/x/p6");  // the item's xml:base
+  EXPECT_EQ(en[6].link, "");                            // a URI, but not a web page
+
+  // The keys are those of the same items without the guid-derived link.
+  feed without = r.f;
+  for (entry& e : without.entries) {
+    if (e.link_from_guid) {
+      e.link.clear();
+      e.link_from_guid = false;
+    }
+  }
+  std::vector<entry_key> a, b;
+  compute_keys(r.f, a);
+  compute_keys(without, b);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].identity, b[i].identity) << i;
+    EXPECT_EQ(a[i].content, b[i].content) << i;
+    EXPECT_EQ(a[i].link_alias, b[i].link_alias) << i;
+  }
+}
+
+// The corpus: the RSS 2.0 spec's sample items have URL guids and no <link> (feed-rs leaves
+// them without a link; feedparser and Miniflux link them); gofeed's guid without
+// isPermaLink ("abc123") is no URL and makes no link.
+TEST(feed_rss, permalink_guid_corpus_examples) {
+  const std::string spec = corpus_file("feed-rs/feed-rs/fixture/rss2/rss_2.0_spec_1.xml");
+  if (spec.empty()) GTEST_SKIP() << "no shared corpus";
+  const auto r = parse(spec);
+  ASSERT_EQ(r.rc, parse_errc::ok);
+  ASSERT_EQ(r.f.entries.size(), 2u);
+  for (const entry& e : r.f.entries) {
+    EXPECT_FALSE(e.id.empty());
+    EXPECT_EQ(e.link, e.id);
+  }
+  const auto g =
+      parse(corpus_file("gofeed/testdata/parser/rss/rss_channel_item_guid_no_permalink.xml"));
+  ASSERT_EQ(g.f.entries.size(), 1u);
+  EXPECT_EQ(g.f.entries[0].id, "abc123");
+  EXPECT_TRUE(g.f.entries[0].id_is_permalink);
+  EXPECT_EQ(g.f.entries[0].link, "");
 }

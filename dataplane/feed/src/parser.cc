@@ -685,6 +685,7 @@ void parser::impl::rss_item(pugi::xml_node it, bool rdf) {
   const mark m = enter(it);
   entry& e = pool.add(*out);
   bool have_link = false;
+  bool guid_said_permalink = false;  // isPermaLink="true" written out, not just the default
   pugi::xml_node itunes_author, itunes_summary;  // fallbacks, used only when nothing better
   for (pugi::xml_node c = it.first_child(); c; c = c.next_sibling()) {
     if (c.type() != pugi::node_element) continue;
@@ -711,6 +712,7 @@ void parser::impl::rss_item(pugi::xml_node it, bool rdf) {
         text(c, e.id);
         attr(c, "isPermaLink", scratch);
         e.id_is_permalink = !e.id.empty() && !ascii_iequals(scratch, "false");
+        guid_said_permalink = ascii_iequals(scratch, "true");
       } else if (l == "pubDate") {
         date(c, &e.published, &e.has_published);
       } else if (l == "author") {
@@ -798,6 +800,15 @@ void parser::impl::rss_item(pugi::xml_node it, bool rdf) {
   if (rdf && e.link.empty()) {
     attr(it, "rdf:about", scratch);
     if (!scratch.empty()) resolve_url(base(), scratch, e.link);
+  }
+  // A permalink guid is the link of an item that has none (RSS 2.0: isPermaLink defaults to
+  // true), as feedparser and Miniflux read it. The default alone is trusted only for an
+  // http(s) URL: many feeds omit isPermaLink on guids that are no URL at all ("12345").
+  if (e.link.empty() && e.id_is_permalink &&
+      (guid_said_permalink || base::ascii_istarts_with(e.id, "http://") ||
+       base::ascii_istarts_with(e.id, "https://"))) {
+    resolve_url(base(), e.id, e.link);
+    e.link_from_guid = true;
   }
   leave(m);
 }

@@ -35,6 +35,7 @@ void entry::clear() {
   published = updated = 0;
   has_published = has_updated = false;
   id_is_permalink = false;
+  link_from_guid = false;
   authors.clear();
   categories.clear();
   enclosures.clear();

@@ -58,6 +58,9 @@ struct entry {
   bool has_published = false;
   bool has_updated = false;
   bool id_is_permalink = false;  // RSS guid isPermaLink (default true when a guid is present)
+  // link is the permalink guid (the item had no <link>): dedup reads the entry as sent, so
+  // its identity and content hash are those of an entry without a link.
+  bool link_from_guid = false;
   std::vector<person> authors;
   std::vector<std::string> categories;
   std::vector<enclosure> enclosures;
