@@ -895,3 +895,94 @@ TEST(feed_rss, permalink_guid_corpus_examples) {
   EXPECT_TRUE(g.f.entries[0].id_is_permalink);
   EXPECT_EQ(g.f.entries[0].link, "");
 }
+
+namespace {
+// resolve_html_urls' result: the rewritten HTML, or "=" when it left html as it was.
+std::string resolved(std::string_view html, std::string_view base = "https://ex.org/a/b.html") {
+  std::string out;
+  if (!resolve_html_urls(html, base, out)) return out.empty() ? "=" : "(not empty: " + out + ")";
+  return out;
+}
+}  // namespace
+
+TEST(feed_html, relative_urls_resolved_in_every_url_attribute) {
+  EXPECT_EQ(resolved("<a href=\"c\">x</a> <img src='/i.png'> <A HREF=d>"),
+            "<a href=\"https://ex.org/a/c\">x</a> <img src='https://ex.org/i.png'> "
+            "<A HREF=https://ex.org/a/d>");
+  EXPECT_EQ(resolved("<blockquote cite=\"q.html\"><video poster=\"p.jpg\" src=\"v.mp4\">"),
+            "<blockquote cite=\"https://ex.org/a/q.html\"><video poster=\"https://ex.org/a/p.jpg\" "
+            "src=\"https://ex.org/a/v.mp4\">");
+  // srcset: each candidate, descriptors and separators kept; absolute and data: ones untouched.
+  EXPECT_EQ(resolved("<img srcset=\"s.png 1x, https://cdn.example/l.png 2x,/w.png 640w\">"),
+            "<img srcset=\"https://ex.org/a/s.png 1x, https://cdn.example/l.png 2x,"
+            "https://ex.org/w.png 640w\">");
+  EXPECT_EQ(resolved("<img srcset=\"data:image/png;base64,AA,BB 1x, t.png,\">"),
+            "<img srcset=\"data:image/png;base64,AA,BB 1x, https://ex.org/a/t.png,\">");
+  EXPECT_EQ(resolved("<img srcset=\"a.png (x, y) 1x, b.png\">"),
+            "<img srcset=\"https://ex.org/a/a.png (x, y) 1x, https://ex.org/a/b.png\">");
+  // Scheme-relative and dot segments; a '>' inside a quoted value does not end the tag.
+  EXPECT_EQ(resolved("<a title=\"a>b\" href=\"//cdn.example/x\"><a href=\"../up\">"),
+            "<a title=\"a>b\" href=\"https://cdn.example/x\"><a href=\"https://ex.org/up\">");
+  // A base holding what would end the value is percent-encoded there, never breaks out.
+  EXPECT_EQ(resolved("<a href=\"x\"><a href='y'><a href=z>", "http://ex.org/q\"'< /"),
+            "<a href=\"http://ex.org/q%22'< /x\"><a href='http://ex.org/q\"%27< /y'>"
+            "<a href=http://ex.org/q%22%27%3C%20/z>");
+}
+
+TEST(feed_html, nothing_relative_leaves_the_html_untouched_and_unallocated) {
+  for (const char* html :
+       {"", "plain text", "a < b > c", "<p>no attributes</p>", "<a href=\"https://ex.org/\">",
+        "<a href=\"#top\"> <a href=\"mailto:a@ex.org\"> <img src=\"data:image/png,x\">",
+        "<a href=\"\"> <a href=>", "</a href=\"x\"> <!-- <a href=\"x\"> -->",
+        "&lt;img src=\"code-sample.png\"&gt; src=text.png",  // text, not a tag
+        "<img srcset=\"https://ex.org/1.png 1x, http://ex.org/2.png 2x\">",
+        "<a href=\"javascript:x()\"> <a href=\"HTTP://EX.ORG\">"}) {
+    std::string out;
+    EXPECT_FALSE(resolve_html_urls(html, "https://ex.org/a/", out)) << html;
+    EXPECT_TRUE(out.empty()) << html;
+    EXPECT_EQ(out.capacity(), std::string().capacity()) << html;  // nothing allocated
+  }
+  // No absolute base: nothing to resolve against.
+  EXPECT_EQ(resolved("<a href=\"x\">", ""), "=");
+  EXPECT_EQ(resolved("<a href=\"x\">", "/relative/"), "=");
+  // Unterminated quote: resolved up to it, the rest kept as sent.
+  EXPECT_EQ(resolved("<a href=\"x\"><a href=\"y"), "<a href=\"https://ex.org/a/x\"><a href=\"y");
+}
+
+// In feeds: the base is the element's xml:base, then the entry's, then the feed's, then the
+// document URL; in RSS descriptions, content:encoded, dc:description, Atom html/xhtml and
+// JSON Feed content_html (never content_text or type="text").
+TEST(feed_html, feed_markup_resolves_against_the_nearest_base) {
+  const auto r = parse(
+      "<feed xmlns=\"http://www.w3.org/2005/Atom\" xml:base=\"https://feed.example/f/\">"
+      "<entry xml:base=\"https://entry.example/e/\"><title>a</title>"
+      "<summary type=\"html\" xml:base=\"https://summary.example/s/\">&lt;a href=\"x\"&gt;"
+      "</summary><content type=\"html\">&lt;img srcset=\"y 2x\"&gt;</content></entry>"
+      "<entry><title>b</title><content type=\"html\">&lt;a href=\"z\"&gt;</content>"
+      "<summary type=\"text\">&lt;a href=\"t\"&gt;</summary></entry></feed>",
+      {}, "https://doc.example/atom.xml");
+  ASSERT_EQ(r.rc, parse_errc::ok);
+  ASSERT_EQ(r.f.entries.size(), 2u);
+  EXPECT_EQ(r.f.entries[0].summary, "<a href=\"https://summary.example/s/x\">");
+  EXPECT_EQ(r.f.entries[0].content, "<img srcset=\"https://entry.example/e/y 2x\">");
+  EXPECT_EQ(r.f.entries[1].content, "<a href=\"https://feed.example/f/z\">");
+  EXPECT_EQ(r.f.entries[1].summary, "<a href=\"t\">");  // text, not markup
+
+  const auto d = parse(
+      "<rss version=\"2.0\" xmlns:dc=\"http://purl.org/dc/elements/1.1/\"><channel><item>"
+      "<dc:description>&lt;a href=\"d\"&gt;</dc:description></item></channel></rss>",
+      {}, "https://doc.example/rss");
+  ASSERT_EQ(d.f.entries.size(), 1u);
+  EXPECT_EQ(d.f.entries[0].summary, "<a href=\"https://doc.example/d\">");
+
+  const auto j = parse(
+      R"({"version":"https://jsonfeed.org/version/1.1","items":[
+      {"id":"1","content_html":"<img src=\"i.png\" srcset=\"i2.png 2x\">"},
+      {"id":"2","content_text":"<a href=\"t\">"}]})",
+      {}, "https://doc.example/j/feed.json");
+  ASSERT_EQ(j.rc, parse_errc::ok);
+  ASSERT_EQ(j.f.entries.size(), 2u);
+  EXPECT_EQ(j.f.entries[0].content,
+            "<img src=\"https://doc.example/j/i.png\" srcset=\"https://doc.example/j/i2.png 2x\">");
+  EXPECT_EQ(j.f.entries[1].content, "<a href=\"t\">");
+}

@@ -746,6 +746,7 @@ void parser::impl::rss_item(pugi::xml_node it, bool rdf) {
         if (!e.has_updated) date(c, &e.updated, &e.has_updated);
       } else if (l == "description" && e.summary.empty()) {
         text(c, e.summary);
+        resolve_markup(e.summary);
       } else if (l == "creator" || l == "author") {
         text(c, scratch);
         if (!scratch.empty()) detail::parse_person(scratch, e.authors.emplace_back());
@@ -929,13 +930,15 @@ void parser::impl::person_text(pugi::xml_node n, std::vector<person>& v) {
   if (!scratch.empty()) detail::parse_person(scratch, v.emplace_back());
 }
 
-// Relative href/src inside HTML resolved against the base in effect (xml:base, else the
-// document's URL), as feedparser and gofeed do, so markup reads the same anywhere.
+// Relative URLs inside HTML resolved against the base in effect (xml:base of the element,
+// then of its entry, then of the feed, else the document's URL), as feedparser and gofeed
+// do, so the markup reads the same anywhere. Here, at ingestion, and not where the reflector
+// sanitizes: only the parser knows xml:base, it runs once per article where rendering runs
+// once per served feed, and the store, matcher and previews then all hold absolute URLs.
+// HTML without a relative URL is left as it is (resolve_html_urls writes nothing then).
 void parser::impl::resolve_markup(std::string& html) {
   const std::string_view b = base();
-  if (b.empty() ||
-      (html.find("href") == std::string::npos && html.find("src") == std::string::npos))
-    return;
+  if (b.empty() || html.find('<') == std::string::npos) return;
   if (resolve_html_urls(html, b, scratch)) html.swap(scratch);
 }
 
@@ -1425,7 +1428,11 @@ error_code parser::impl::read_item(od::value item, size_t depth) {
   }
   summary.trimmed_into(e.summary);
   content_html.trimmed_into(e.content);
-  if (e.content.empty()) content_text.trimmed_into(e.content);
+  if (e.content.empty()) {
+    content_text.trimmed_into(e.content);  // plain text: no markup to resolve
+  } else {
+    resolve_markup(e.content);  // against the document's URL: JSON has no xml:base
+  }
   if (published.got) {
     if (parse_date(published.v, &e.published)) {
       e.has_published = true;
