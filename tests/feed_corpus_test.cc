@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -217,6 +218,31 @@ void compare_rss(comparer& c, const feed& f, simdjson::dom::element want) {
     c.check("pubDateParsed", date_str(f.has_published, f.published), want_date(v));
   if (has(want, "lastBuildDateParsed", &v))
     c.check("lastBuildDateParsed", date_str(f.has_updated, f.updated), want_date(v));
+  // Publishers' hints (issue 10): ttl in minutes, skipped hours and days as sets.
+  if (has(want, "ttl", &v)) c.check("ttl", std::to_string(f.hints.ttl_s / 60), str(v));
+  if (has(want, "skipHours", &v)) {
+    std::string got, w;
+    for (int h = 0; h < 24; ++h) {
+      if ((f.hints.skip_hours >> h & 1u) != 0) got += "[" + std::to_string(h) + "]";
+    }
+    std::vector<int> hours;
+    for (auto x : v.get_array()) hours.push_back(std::atoi(str(x).c_str()) % 24);
+    std::sort(hours.begin(), hours.end());
+    for (int h : hours) w += "[" + std::to_string(h) + "]";
+    c.check("skipHours", got, w);
+  }
+  if (has(want, "skipDays", &v)) {
+    static const char* const names[7] = {"Sunday",   "Monday", "Tuesday", "Wednesday",
+                                         "Thursday", "Friday", "Saturday"};
+    std::string got, w;
+    std::set<std::string> wanted;
+    for (auto x : v.get_array()) wanted.insert(str(x));
+    for (int d = 0; d < 7; ++d) {
+      if ((f.hints.skip_days >> d & 1u) != 0) got += std::string("[") + names[d] + "]";
+      if (wanted.count(names[d]) != 0) w += std::string("[") + names[d] + "]";
+    }
+    c.check("skipDays", got, w);
+  }
   simdjson::dom::array items;
   if (want["items"].get_array().get(items) != simdjson::SUCCESS) return;
   c.check("items.count", std::to_string(f.entries.size()), std::to_string(items.size()));

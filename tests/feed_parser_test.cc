@@ -986,3 +986,63 @@ TEST(feed_html, feed_markup_resolves_against_the_nearest_base) {
             "<img src=\"https://doc.example/j/i.png\" srcset=\"https://doc.example/j/i2.png 2x\">");
   EXPECT_EQ(j.f.entries[1].content, "<a href=\"t\">");
 }
+
+// Publishers' hints: <ttl>, <skipHours>, <skipDays>, sy:updatePeriod / sy:updateFrequency.
+TEST(feed_rss, publishers_hints) {
+  auto channel = [](std::string_view inner) {
+    return parse(
+        "<rss version=\"2.0\" xmlns:sy=\"http://purl.org/rss/1.0/modules/syndication/\">"
+        "<channel><title>T</title>" +
+        std::string(inner) + "</channel></rss>");
+  };
+  auto r = channel(
+      "<ttl> 90 </ttl><skipHours><hour>0</hour><hour>7</hour><hour>24</hour><hour>25</hour>"
+      "<hour>x</hour></skipHours><skipDays><day>saturday</day><day>Sunday</day>"
+      "<day>Caturday</day></skipDays><sy:updatePeriod>daily</sy:updatePeriod>"
+      "<sy:updateFrequency>4</sy:updateFrequency>");
+  ASSERT_EQ(r.rc, parse_errc::ok);
+  EXPECT_EQ(r.f.hints.ttl_s, 90u * 60);
+  EXPECT_EQ(r.f.hints.skip_hours, (1u << 0) | (1u << 7));  // 24 is midnight; 25, x ignored
+  EXPECT_EQ(r.f.hints.skip_days, (1u << 0) | (1u << 6));
+  EXPECT_EQ(r.f.hints.update_s, 86'400u / 4);
+  // Nothing said, or said unreadably: no hint.
+  EXPECT_TRUE(channel("").f.hints.empty());
+  for (const char* bad : {"<ttl>-5</ttl>", "<ttl>1.5</ttl>", "<ttl>soon</ttl>", "<ttl>0</ttl>",
+                          "<ttl>99999999999</ttl>", "<sy:updatePeriod>often</sy:updatePeriod>",
+                          "<sy:updateFrequency>0</sy:updateFrequency>",
+                          "<skipDays><day>Funday</day></skipDays>", "<skipHours></skipHours>"}) {
+    EXPECT_TRUE(channel(bad).f.hints.empty()) << bad;
+  }
+  // A list that skips every hour or every day would forbid fetching: dropped.
+  std::string all_hours = "<skipHours>";
+  for (int h = 0; h < 24; ++h) all_hours += "<hour>" + std::to_string(h) + "</hour>";
+  EXPECT_EQ(channel(all_hours + "</skipHours>").f.hints.skip_hours, 0u);
+  EXPECT_EQ(channel("<skipDays><day>Monday</day><day>Tuesday</day><day>Wednesday</day>"
+                    "<day>Thursday</day><day>Friday</day><day>Saturday</day><day>Sunday</day>"
+                    "</skipDays>")
+                .f.hints.skip_days,
+            0u);
+  // The module's defaults: daily when only a frequency is given, once when only a period.
+  EXPECT_EQ(channel("<sy:updateFrequency>2</sy:updateFrequency>").f.hints.update_s, 43'200u);
+  EXPECT_EQ(channel("<sy:updatePeriod>Weekly</sy:updatePeriod>").f.hints.update_s, 604'800u);
+  // Undeclared sy: prefix, RDF channels and Atom feeds carry the module too.
+  EXPECT_EQ(parse("<rss version=\"2.0\"><channel><sy:updatePeriod>hourly</sy:updatePeriod>"
+                  "</channel></rss>")
+                .f.hints.update_s,
+            3600u);
+  EXPECT_EQ(parse("<feed xmlns=\"http://www.w3.org/2005/Atom\" "
+                  "xmlns:sy=\"http://purl.org/rss/1.0/modules/syndication/\">"
+                  "<sy:updatePeriod>monthly</sy:updatePeriod></feed>")
+                .f.hints.update_s,
+            30u * 86'400);
+  // A later document does not inherit the hints of an earlier one (the parser is reused).
+  EXPECT_TRUE(channel("<title>again</title>").f.hints.empty());
+}
+
+TEST(feed_rss, publishers_hints_corpus_examples) {
+  const std::string rdf = corpus_file("feed-rs/feed-rs/fixture/rss1/rss_1.0_spec_2.xml");
+  if (rdf.empty()) GTEST_SKIP() << "no shared corpus";
+  EXPECT_EQ(parse(rdf).f.hints.update_s, 1800u);  // hourly, twice
+  const auto w = parse(corpus_file("feed-rs/feed-rs/fixture/rss2/rss_2.0_wirecutter.xml"));
+  EXPECT_EQ(w.f.hints.update_s, 3600u);  // hourly, once
+}

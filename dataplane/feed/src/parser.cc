@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 
 #include "feedplane/base/ascii.h"
 #include "internal.h"
@@ -268,6 +269,13 @@ struct parser::impl {
   void resolve_markup(std::string& html);
   void atom_link(pugi::xml_node n, std::string* alternate, entry* e, bool feed_level);
 
+  // Publishers' hints (model.h fetch_hints).
+  void skip_hours(pugi::xml_node n);
+  void skip_days(pugi::xml_node n);
+  void ttl(pugi::xml_node n);
+  // sy:updatePeriod / sy:updateFrequency of the channel or feed: n is either (or nothing).
+  void update_period(pugi::xml_node period, pugi::xml_node frequency);
+
   void rss_channel(pugi::xml_node ch, bool rdf);
   void rss_item(pugi::xml_node it, bool rdf);
   void atom_feed(pugi::xml_node root, bool atom03);
@@ -349,6 +357,7 @@ parse_errc parser::impl::run(std::string_view bytes, const parse_options& o, fee
   f.has_published = f.has_updated = false;
   f.authors.clear();
   f.categories.clear();
+  f.hints = {};
   f.recovered = 0;
   f.recovery_events = 0;
   f.entries_dropped = 0;
@@ -616,6 +625,7 @@ void parser::impl::date(pugi::xml_node n, int64_t* t, bool* has) {
 void parser::impl::rss_channel(pugi::xml_node ch, bool rdf) {
   const mark m = enter(ch);
   pugi::xml_node itunes_author, itunes_summary;  // fallbacks, used only when nothing better
+  pugi::xml_node sy_period, sy_frequency;
   for (pugi::xml_node c = ch.first_child(); c; c = c.next_sibling()) {
     if (c.type() != pugi::node_element) continue;
     const mark cm = enter(c);
@@ -645,7 +655,16 @@ void parser::impl::rss_channel(pugi::xml_node ch, bool rdf) {
       } else if (l == "category") {
         text(c, scratch);
         if (!scratch.empty()) out->categories.push_back(scratch);
+      } else if (l == "ttl") {
+        ttl(c);
+      } else if (l == "skipHours") {
+        skip_hours(c);
+      } else if (l == "skipDays") {
+        skip_days(c);
       }
+    } else if (n == ns::sy) {
+      if (l == "updatePeriod") sy_period = c;
+      if (l == "updateFrequency") sy_frequency = c;
     } else if (n == ns::atom10 || n == ns::atom03) {
       if (l == "link") atom_link(c, &out->link, nullptr, true);
     } else if (n == ns::dc) {
@@ -678,7 +697,89 @@ void parser::impl::rss_channel(pugi::xml_node ch, bool rdf) {
   }
   if (out->authors.empty() && itunes_author) person_text(itunes_author, out->authors);
   if (out->description.empty() && itunes_summary) text(itunes_summary, out->description);
+  update_period(sy_period, sy_frequency);
   leave(m);
+}
+
+namespace {
+// A decimal of digits only (ASCII whitespace around it allowed), at most max; else false.
+bool small_count(std::string_view s, uint32_t max, uint32_t* out) {
+  s = base::ascii_trim(s);
+  if (s.empty() || s.size() > 10) return false;
+  uint64_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + uint64_t(c - '0');
+  }
+  if (v > max) return false;
+  *out = uint32_t(v);
+  return true;
+}
+}  // namespace
+
+// <ttl>: minutes, a positive integer; at most a year (anything longer is no hint a crawler
+// can use: its own ceiling applies first).
+void parser::impl::ttl(pugi::xml_node n) {
+  text(n, scratch);
+  uint32_t minutes = 0;
+  if (small_count(scratch, 366 * 24 * 60, &minutes)) out->hints.ttl_s = minutes * 60;
+}
+
+// <skipHours><hour>0..23</hour>...: UTC hours; 24 (used by some for midnight) is 0. A list
+// that skips every hour would forbid fetching at all: dropped as unreadable.
+void parser::impl::skip_hours(pugi::xml_node n) {
+  uint32_t bits = 0;
+  for (pugi::xml_node c = n.first_child(); c; c = c.next_sibling()) {
+    std::string_view l;
+    if (c.type() != pugi::node_element || !rss_core(resolve(c, &l)) || l != "hour") continue;
+    text(c, scratch);
+    uint32_t h = 0;
+    if (small_count(scratch, 24, &h)) bits |= 1u << (h % 24);
+  }
+  out->hints.skip_hours = bits == (1u << 24) - 1 ? 0 : bits;
+}
+
+// <skipDays><day>Monday</day>...: English day names, any case; unknown names ignored.
+void parser::impl::skip_days(pugi::xml_node n) {
+  static constexpr std::string_view names[7] = {"Sunday",   "Monday", "Tuesday", "Wednesday",
+                                                "Thursday", "Friday", "Saturday"};
+  uint32_t bits = 0;
+  for (pugi::xml_node c = n.first_child(); c; c = c.next_sibling()) {
+    std::string_view l;
+    if (c.type() != pugi::node_element || !rss_core(resolve(c, &l)) || l != "day") continue;
+    text(c, scratch);
+    for (int d = 0; d < 7; ++d) {
+      if (ascii_iequals(scratch, names[d])) bits |= 1u << d;
+    }
+  }
+  out->hints.skip_days = bits == 0x7f ? 0 : uint8_t(bits);
+}
+
+// The syndication module: the feed updates `frequency` times per `period` (hourly, daily,
+// weekly, monthly, yearly; daily and 1 when absent). An unknown period or a frequency that
+// is not a positive integer makes no hint.
+void parser::impl::update_period(pugi::xml_node period, pugi::xml_node frequency) {
+  if (!period && !frequency) return;
+  uint32_t period_s = 86'400;
+  if (period) {
+    text(period, scratch);
+    static constexpr std::pair<std::string_view, uint32_t> periods[] = {{"hourly", 3600},
+                                                                        {"daily", 86'400},
+                                                                        {"weekly", 7 * 86'400},
+                                                                        {"monthly", 30 * 86'400},
+                                                                        {"yearly", 365 * 86'400}};
+    period_s = 0;
+    for (const auto& [name, s] : periods) {
+      if (ascii_iequals(scratch, name)) period_s = s;
+    }
+    if (period_s == 0) return;
+  }
+  uint32_t times = 1;
+  if (frequency) {
+    text(frequency, scratch);
+    if (!small_count(scratch, 1'000'000, &times) || times == 0) return;
+  }
+  out->hints.update_s = std::max<uint32_t>(1, period_s / times);
 }
 
 void parser::impl::rss_item(pugi::xml_node it, bool rdf) {
@@ -970,6 +1071,7 @@ void parser::impl::atom_link(pugi::xml_node n, std::string* alternate, entry* e,
 }
 
 void parser::impl::atom_feed(pugi::xml_node root, bool atom03) {
+  pugi::xml_node sy_period, sy_frequency;
   for (pugi::xml_node c = root.first_child(); c; c = c.next_sibling()) {
     if (c.type() != pugi::node_element) continue;
     const mark cm = enter(c);
@@ -993,9 +1095,13 @@ void parser::impl::atom_feed(pugi::xml_node root, bool atom03) {
       } else if (l == "category") {
         atom_category(c, out->categories);
       }
+    } else if (n == ns::sy) {
+      if (l == "updatePeriod") sy_period = c;
+      if (l == "updateFrequency") sy_frequency = c;
     }
     leave(cm);
   }
+  update_period(sy_period, sy_frequency);
   if (out->language.empty()) attr(root, "xml:lang", out->language);
 }
 

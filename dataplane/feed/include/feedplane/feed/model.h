@@ -69,6 +69,20 @@ struct entry {
   void clear();
 };
 
+// What a publisher says about how often to fetch its feed: RSS 2.0's <ttl>, <skipHours> and
+// <skipDays>, and the RSS 1.0 syndication module's sy:updatePeriod / sy:updateFrequency
+// (also found in RSS 2.0 and Atom). Zero fields were not said (or said unreadably). The
+// crawler bounds its schedule with them (crawler/schedule.h, bound_by_feed_hints).
+struct fetch_hints {
+  uint32_t ttl_s = 0;       // <ttl>, given in minutes: how long the channel may be cached
+  uint32_t update_s = 0;    // the period over the frequency: how often the feed is updated
+  uint32_t skip_hours = 0;  // bit h (0-23): not to be read during UTC hour h
+  uint8_t skip_days = 0;    // bit d (0 = Sunday ... 6 = Saturday): not on that UTC day
+
+  bool empty() const { return ttl_s == 0 && update_s == 0 && skip_hours == 0 && skip_days == 0; }
+  friend bool operator==(const fetch_hints&, const fetch_hints&) = default;
+};
+
 struct feed {
   feed_format format = feed_format::unknown;
   std::string version;  // "2.0", "0.91", "1.0" (RDF), "0.3", "1.0" (Atom), "1.1" (JSON)...
@@ -85,6 +99,7 @@ struct feed {
   std::vector<person> authors;
   std::vector<std::string> categories;
   std::vector<entry> entries;
+  fetch_hints hints;
   uint32_t recovered = 0;        // bits of `recovery`
   uint32_t recovery_events = 0;  // how many individual repairs were made
   uint32_t entries_dropped = 0;  // entries past parse_options::max_entries, not in `entries`
