@@ -927,6 +927,9 @@ TEST(feed_html, relative_urls_resolved_in_every_url_attribute) {
   EXPECT_EQ(resolved("<a href=\"x\"><a href='y'><a href=z>", "http://ex.org/q\"'< /"),
             "<a href=\"http://ex.org/q%22'< /x\"><a href='http://ex.org/q\"%27< /y'>"
             "<a href=http://ex.org/q%22%27%3C%20/z>");
+  // ... and within a srcset candidate, whitespace (it would split the candidate).
+  EXPECT_EQ(resolved("<img srcset=\"s.png 2x\">", "http://ex.org/a b/"),
+            "<img srcset=\"http://ex.org/a%20b/s.png 2x\">");
 }
 
 TEST(feed_html, nothing_relative_leaves_the_html_untouched_and_unallocated) {

@@ -157,16 +157,17 @@ constexpr bool is_ascii_alpha(char c) { return ((c | 0x20) >= 'a' && (c | 0x20) 
 
 // Appends ref resolved against base. The base's bytes come from outside this attribute
 // (xml:base, the document URL): whatever would end the value there (its quote; for an
-// unquoted value, whitespace, quotes, '<', '>', '=', '`') is percent-encoded. The ref's own
-// bytes cannot be among them: they would have ended the value already.
-void append_resolved(std::string_view base_url, std::string_view ref, char quote,
+// unquoted value, whitespace, quotes, '<', '>', '=', '`'), or end a srcset candidate
+// (whitespace), is percent-encoded. The ref's own bytes cannot be among them: they would
+// have ended the value or the candidate already.
+void append_resolved(std::string_view base_url, std::string_view ref, char quote, bool candidate,
                      std::string& out) {
   const size_t at = out.size();
   resolve_url(base_url, ref, out);
-  auto ends_value = [quote](char c) {
+  auto ends_value = [quote, candidate](char c) {
+    if (is_ascii_space(c)) return candidate || quote == 0;
     if (quote != 0) return c == quote;
-    return is_ascii_space(c) || c == '"' || c == '\'' || c == '<' || c == '>' || c == '=' ||
-           c == '`';
+    return c == '"' || c == '\'' || c == '<' || c == '>' || c == '=' || c == '`';
   };
   size_t k = at;
   while (k < out.size() && !ends_value(out[k])) ++k;
@@ -197,9 +198,9 @@ bool resolve_html_urls(std::string_view html, std::string_view base_url, std::st
   bool changed = false;
   size_t copied = 0;  // html[0, copied) is already in out (once changed)
   // Replaces html[v0, v1), a relative reference, by its resolution.
-  auto replace = [&](size_t v0, size_t v1, char quote) {
+  auto replace = [&](size_t v0, size_t v1, char quote, bool candidate) {
     out.append(html.data() + copied, v0 - copied);
-    append_resolved(base_url, html.substr(v0, v1 - v0), quote, out);
+    append_resolved(base_url, html.substr(v0, v1 - v0), quote, candidate, out);
     copied = v1;
     changed = true;
   };
@@ -253,7 +254,7 @@ bool resolve_html_urls(std::string_view html, std::string_view base_url, std::st
       }
       const url_attr kind = url_attribute(name);
       if (kind == url_attr::single) {
-        if (is_relative(html.substr(v0, v1 - v0))) replace(v0, v1, quote);
+        if (is_relative(html.substr(v0, v1 - v0))) replace(v0, v1, quote, false);
       } else if (kind == url_attr::candidates) {
         // srcset: "url [descriptor], url [descriptor]...": each URL runs to whitespace (a
         // URL ending in commas ends its candidate); descriptors run to the next comma.
@@ -275,7 +276,7 @@ bool resolve_html_urls(std::string_view html, std::string_view base_url, std::st
               ++p;
             }
           }
-          if (u1 > u0 && is_relative(html.substr(u0, u1 - u0))) replace(u0, u1, quote);
+          if (u1 > u0 && is_relative(html.substr(u0, u1 - u0))) replace(u0, u1, quote, true);
         }
       }
     }
