@@ -192,6 +192,60 @@ TEST(Hints, FreshnessFromCacheControlThenExpires) {
   EXPECT_EQ(freshness_s("", "", 0), -1);
 }
 
+// The feed's own hints bound the next fetch: ttl and the syndication module's period push it
+// later, skipHours / skipDays move it to the first allowed UTC hour, the ceiling caps both.
+TEST(Hints, FeedHintsBoundTheNextFetch) {
+  constexpr int64_t thu = int64_t{1'704'326'400} * 1000;  // Thursday 2024-01-04 00:00 UTC
+  constexpr int64_t hour = 3'600'000, day = 24 * hour;
+  const int64_t fetched = thu + 10 * hour + 30 * 60'000;  // 10:30
+  feed_hint_rule rule{};
+  auto bound = [&](const feed::fetch_hints& h, int64_t at, uint32_t ceiling_s = 86'400) {
+    return bound_by_feed_hints(h, fetched, at, ceiling_s, &rule);
+  };
+  // No hints: unchanged.
+  EXPECT_EQ(bound({}, fetched + 300'000), fetched + 300'000);
+  EXPECT_EQ(rule, feed_hint_rule::none);
+  // ttl: not sooner than ttl after the fetch; a later fetch stays.
+  EXPECT_EQ(bound({.ttl_s = 3600}, fetched + 300'000), fetched + hour);
+  EXPECT_EQ(rule, feed_hint_rule::ttl);
+  EXPECT_EQ(bound({.ttl_s = 3600}, fetched + 2 * hour), fetched + 2 * hour);
+  EXPECT_EQ(rule, feed_hint_rule::none);
+  // The longer of ttl and the update period wins, and is named.
+  EXPECT_EQ(bound({.ttl_s = 600, .update_s = 7200}, fetched + 60'000), fetched + 2 * hour);
+  EXPECT_EQ(rule, feed_hint_rule::update_period);
+  // Capped by the ceiling: a week's ttl under a day's ceiling is a day; a later fetch that
+  // the schedule chose itself (the allocation can go past the ceiling) is kept.
+  EXPECT_EQ(bound({.ttl_s = 7 * 86'400}, fetched + 300'000), fetched + day);
+  EXPECT_EQ(rule, feed_hint_rule::ttl);
+  EXPECT_EQ(bound({.ttl_s = 7 * 86'400}, fetched + 3 * day), fetched + 3 * day);
+  EXPECT_EQ(rule, feed_hint_rule::none);
+  // skipHours (UTC): 10:45 inside 10 and 11 -> 12:00; outside -> unchanged.
+  const feed::fetch_hints night_and_noon{.skip_hours = (1u << 10) | (1u << 11) | (1u << 23)};
+  EXPECT_EQ(bound(night_and_noon, fetched + 15 * 60'000), thu + 12 * hour);
+  EXPECT_EQ(rule, feed_hint_rule::skip);
+  EXPECT_EQ(bound(night_and_noon, thu + 13 * hour), thu + 13 * hour);
+  EXPECT_EQ(rule, feed_hint_rule::none);
+  // 23:10 skipped -> 00:00 the next day (a day boundary).
+  EXPECT_EQ(bound(night_and_noon, thu + 23 * hour + 600'000), thu + day);
+  // skipDays (0 = Sunday): Saturday and Sunday skipped; Saturday 09:00 -> Monday 00:00.
+  const feed::fetch_hints weekend{.skip_days = (1u << 6) | (1u << 0)};
+  EXPECT_EQ(bound(weekend, thu + 2 * day + 9 * hour, 7 * 86'400), thu + 4 * day);
+  EXPECT_EQ(rule, feed_hint_rule::skip);
+  EXPECT_EQ(bound(weekend, thu + 9 * hour), thu + 9 * hour);  // a Thursday is fine
+  // ttl first, then the skip: the ttl lands at 11:30, inside 11 -> 12:00.
+  feed::fetch_hints both = night_and_noon;
+  both.ttl_s = 3600;
+  EXPECT_EQ(bound(both, fetched + 60'000), thu + 12 * hour);
+  EXPECT_EQ(rule, feed_hint_rule::skip);
+  // The ceiling bounds a skip too: with an hour's ceiling, 11:30 at the latest.
+  EXPECT_EQ(bound(night_and_noon, fetched + 60'000, 3600), fetched + hour);
+  EXPECT_EQ(rule, feed_hint_rule::skip);
+  // Hints that skip everything (never kept by the parser; a corrupt record): bounded work,
+  // the ceiling decides.
+  EXPECT_EQ(bound({.skip_hours = (1u << 24) - 1}, fetched + 60'000, 7200), fetched + 2 * hour);
+  EXPECT_EQ(bound({.skip_hours = ~0u, .skip_days = 0xff}, fetched, 60), fetched + 60'000);
+}
+
 TEST(Placement, SharedPlatformsShareOneKey) {
   const std::vector<std::string> shared = {"github.io", "tumblr.com"};
   EXPECT_EQ(politeness_key("alice.github.io", shared), "github.io");

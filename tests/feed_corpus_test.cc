@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -217,6 +218,31 @@ void compare_rss(comparer& c, const feed& f, simdjson::dom::element want) {
     c.check("pubDateParsed", date_str(f.has_published, f.published), want_date(v));
   if (has(want, "lastBuildDateParsed", &v))
     c.check("lastBuildDateParsed", date_str(f.has_updated, f.updated), want_date(v));
+  // Publishers' hints (issue 10): ttl in minutes, skipped hours and days as sets.
+  if (has(want, "ttl", &v)) c.check("ttl", std::to_string(f.hints.ttl_s / 60), str(v));
+  if (has(want, "skipHours", &v)) {
+    std::string got, w;
+    for (int h = 0; h < 24; ++h) {
+      if ((f.hints.skip_hours >> h & 1u) != 0) got += "[" + std::to_string(h) + "]";
+    }
+    std::vector<int> hours;
+    for (auto x : v.get_array()) hours.push_back(std::atoi(str(x).c_str()) % 24);
+    std::sort(hours.begin(), hours.end());
+    for (int h : hours) w += "[" + std::to_string(h) + "]";
+    c.check("skipHours", got, w);
+  }
+  if (has(want, "skipDays", &v)) {
+    static const char* const names[7] = {"Sunday",   "Monday", "Tuesday", "Wednesday",
+                                         "Thursday", "Friday", "Saturday"};
+    std::string got, w;
+    std::set<std::string> wanted;
+    for (auto x : v.get_array()) wanted.insert(str(x));
+    for (int d = 0; d < 7; ++d) {
+      if ((f.hints.skip_days >> d & 1u) != 0) got += std::string("[") + names[d] + "]";
+      if (wanted.count(names[d]) != 0) w += std::string("[") + names[d] + "]";
+    }
+    c.check("skipDays", got, w);
+  }
   simdjson::dom::array items;
   if (want["items"].get_array().get(items) != simdjson::SUCCESS) return;
   c.check("items.count", std::to_string(f.entries.size()), std::to_string(items.size()));
@@ -521,6 +547,41 @@ TEST(corpus, every_file_parses_without_crash) {
   }
   std::printf("[corpus                   ] %d files parsed, %d as feeds\n", n, ok);
   EXPECT_GT(n, 500);
+}
+
+// Every corpus feed parsed with a document URL serves HTML with absolute URLs only: resolving
+// its summaries and contents again finds nothing relative (Atom type="text" and JSON
+// content_text are text, not markup, and are not looked at by the parser either).
+TEST(corpus, markup_holds_no_relative_url_after_parsing) {
+  const fs::path root = corpus_root();
+  if (!fs::exists(root)) GTEST_SKIP();
+  parser p;
+  feed f;
+  parse_options o;
+  o.base_url = "https://corpus.example/dir/feed.xml";
+  std::string again;
+  int bodies = 0;
+  for (const auto& sub : {"gofeed", "feed-rs"}) {
+    for (const auto& de : fs::recursive_directory_iterator(root / sub)) {
+      // Expectations (NAME.json beside NAME.xml, NAME.serde.json) are not feeds.
+      const fs::path& path = de.path();
+      if (!de.is_regular_file() || path.string().ends_with(".serde.json") ||
+          (path.extension() == ".json" && fs::exists(fs::path(path).replace_extension(".xml"))))
+        continue;
+      if (p.parse(read_file(path), o, f) != parse_errc::ok) continue;
+      for (const entry& e : f.entries) {
+        for (const std::string* html : {&e.summary, &e.content}) {
+          if (html->find('<') == std::string::npos) continue;
+          ++bodies;
+          EXPECT_FALSE(resolve_html_urls(*html, o.base_url, again))
+              << de.path() << "\n"
+              << html->substr(0, 400) << "\n->\n"
+              << again.substr(0, 400);
+        }
+      }
+    }
+  }
+  std::printf("[corpus                   ] %d bodies with markup, all absolute\n", bodies);
 }
 
 }  // namespace

@@ -2,8 +2,14 @@
 // entities and each named recovery; unreadable documents give named errors.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
+#include <vector>
 
+#include "feedplane/feed/dedup.h"
 #include "feedplane/feed/parser.h"
 #include "feedplane/feed/render.h"
 #include "feedplane/feed/text.h"
@@ -41,6 +47,15 @@ parsed parse(std::string_view doc, std::string_view content_type = {}, std::stri
   o.base_url = base;
   r.rc = p.parse(doc, o, r.f);
   return r;
+}
+
+// A file of the shared corpus (../shared/corpus, read in place), or empty when the corpus is
+// absent (the test then skips).
+std::string corpus_file(const std::string& rel) {
+  const char* dir = std::getenv("FEEDPLANE_CORPUS_DIR");
+  if (dir == nullptr || *dir == '\0') return {};
+  std::ifstream in(std::filesystem::path(dir) / rel, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
 std::string rss_item(std::string_view inner) {
@@ -704,4 +719,333 @@ TEST(feed_rss, dcterms_dates) {
   ASSERT_EQ(r.f.entries.size(), 1u);
   EXPECT_EQ(r.f.entries[0].published, 1072915200);
   EXPECT_EQ(r.f.entries[0].updated, 1072915200 + 86400);
+}
+
+// ---------------------------------------------------------------------------------------
+// Issue 10's ingestion gaps.
+
+// RSS 2.0 declared as the default namespace (Userland's and Harvard's URIs, any case, any
+// backend.userland.com/rss* variant), or an unknown default namespace: read as RSS, as
+// feedparser and Go's encoding/xml do. Prefixed elements of an unknown namespace stay foreign.
+TEST(feed_rss, default_namespace_is_read_as_rss) {
+  for (const char* uri :
+       {"http://backend.userland.com/rss2", "http://backend.userland.com/rss",
+        "HTTP://Backend.Userland.com/RSS2", "http://blogs.law.harvard.edu/tech/rss",
+        "http://purl.org/rss/1.0/modules/rss091#", "http://example.com/unknown"}) {
+    const auto r = parse(std::string("<rss version=\"2.0\" xmlns=\"") + uri +
+                             "\" xmlns:x=\"http://example.com/x\"><channel><title>T</title>"
+                             "<item><x:title>foreign</x:title><title>a</title>"
+                             "<link>/p/1</link><guid isPermaLink=\"false\">g1</guid>"
+                             "<description>&lt;img src=\"i.png\"&gt;</description></item>"
+                             "<item><title>b</title></item></channel></rss>",
+                         {}, "https://ex.org/feed");
+    ASSERT_EQ(r.rc, parse_errc::ok) << uri;
+    EXPECT_EQ(r.f.format, feed_format::rss) << uri;
+    EXPECT_EQ(r.f.title, "T") << uri;
+    ASSERT_EQ(r.f.entries.size(), 2u) << uri;
+    EXPECT_EQ(r.f.entries[0].title, "a") << uri;
+    EXPECT_EQ(r.f.entries[0].link, "https://ex.org/p/1") << uri;
+    EXPECT_EQ(r.f.entries[0].id, "g1") << uri;
+    EXPECT_EQ(r.f.entries[0].summary, "<img src=\"https://ex.org/i.png\">") << uri;
+  }
+  // An RDF document whose RSS 1.0 default is undeclared halfway (xmlns=""): still RSS.
+  const auto r = parse(
+      "<rdf:RDF xmlns:rdf=\"http://www.w3.org/1999/02/22-rdf-syntax-ns#\" "
+      "xmlns=\"http://purl.org/rss/1.0/\"><channel><title>R</title></channel>"
+      "<item xmlns=\"\"><title>i</title><link>http://ex.org/i</link></item></rdf:RDF>");
+  ASSERT_EQ(r.rc, parse_errc::ok);
+  ASSERT_EQ(r.f.entries.size(), 1u);
+  EXPECT_EQ(r.f.entries[0].title, "i");
+}
+
+// Atom whose elements carry a prefix, Atom 0.3 (issued/modified/created, mode="escaped",
+// mode="base64", type="text/html") and its pre-0.3 namespaces: all Atom.
+TEST(feed_atom, prefixed_and_atom03) {
+  const auto a = parse(
+      "<atom:feed xmlns:atom=\"http://www.w3.org/2005/Atom\"><atom:title>P</atom:title>"
+      "<atom:entry><atom:id>urn:1</atom:id><atom:title>E</atom:title>"
+      "<atom:link rel=\"alternate\" href=\"/e\"/><atom:updated>2005-07-31T12:29:29Z</atom:updated>"
+      "<atom:content type=\"html\">&lt;a href=\"x\"&gt;x&lt;/a&gt;</atom:content>"
+      "</atom:entry></atom:feed>",
+      {}, "https://ex.org/blog/atom.xml");
+  ASSERT_EQ(a.rc, parse_errc::ok);
+  EXPECT_EQ(a.f.format, feed_format::atom);
+  EXPECT_EQ(a.f.version, "1.0");
+  EXPECT_EQ(a.f.title, "P");
+  ASSERT_EQ(a.f.entries.size(), 1u);
+  EXPECT_EQ(a.f.entries[0].link, "https://ex.org/e");
+  EXPECT_TRUE(a.f.entries[0].has_updated);
+  EXPECT_EQ(a.f.entries[0].content, "<a href=\"https://ex.org/blog/x\">x</a>");
+
+  const auto b = parse(
+      "<a:feed version=\"0.3\" xmlns:a=\"http://purl.org/atom/ns#\" xml:base=\"http://ex.org/\">"
+      "<a:title>Old</a:title><a:entry xml:base=\"2003/\"><a:title>e</a:title>"
+      "<a:link rel=\"alternate\" type=\"text/html\" href=\"e.html\"/>"
+      "<a:created>2003-12-13T08:29:29-04:00</a:created>"
+      "<a:issued>2003-12-13T18:30:02Z</a:issued><a:modified>2003-12-14T18:30:02Z</a:modified>"
+      "<a:summary type=\"text/html\" mode=\"base64\">PGEgaHJlZj0icy5odG1sIj5zPC9hPg==</a:summary>"
+      "<a:content type=\"text/html\" mode=\"escaped\">&lt;p&gt;&lt;a href=\"c.html\"&gt;c&lt;/a&gt;"
+      "&lt;/p&gt;</a:content></a:entry></a:feed>");
+  ASSERT_EQ(b.rc, parse_errc::ok);
+  EXPECT_EQ(b.f.format, feed_format::atom);
+  EXPECT_EQ(b.f.version, "0.3");
+  ASSERT_EQ(b.f.entries.size(), 1u);
+  const entry& e = b.f.entries[0];
+  EXPECT_EQ(e.link, "http://ex.org/2003/e.html");
+  EXPECT_EQ(date("2003-12-13T18:30:02Z"), "2003-12-13T18:30:02Z");
+  EXPECT_EQ(e.published, 1071340202);  // issued, not created
+  EXPECT_EQ(e.updated, 1071340202 + 86400);
+  EXPECT_EQ(e.content, "<p><a href=\"http://ex.org/2003/c.html\">c</a></p>");
+  EXPECT_EQ(e.summary, "<a href=\"http://ex.org/2003/s.html\">s</a>");  // decoded, then resolved
+
+  // Only created: it is the published date. A pre-0.3 ("Echo") namespace: Atom 0.3.
+  const auto c = parse(
+      "<feed xmlns=\"http://purl.org/echo/\"><entry><title>x</title>"
+      "<created>2003-12-13T18:30:02Z</created></entry></feed>");
+  ASSERT_EQ(c.rc, parse_errc::ok);
+  EXPECT_EQ(c.f.version, "0.3");
+  ASSERT_EQ(c.f.entries.size(), 1u);
+  EXPECT_EQ(c.f.entries[0].published, 1071340202);
+}
+
+// Every Atom 0.3 file of gofeed's test data, in place: Atom 0.3, read without an error.
+TEST(feed_atom, atom03_corpus_files_are_atom03) {
+  const char* dir = std::getenv("FEEDPLANE_CORPUS_DIR");
+  if (dir == nullptr || *dir == '\0') GTEST_SKIP() << "no shared corpus";
+  int files = 0;
+  for (const auto& d : std::filesystem::recursive_directory_iterator(std::filesystem::path(dir) /
+                                                                     "gofeed" / "testdata")) {
+    if (d.path().extension() != ".xml") continue;
+    std::ifstream in(d.path(), std::ios::binary);
+    const std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (doc.find("http://purl.org/atom/ns#") == std::string::npos) continue;
+    ++files;
+    const auto r = parse(doc);
+    EXPECT_EQ(r.rc, parse_errc::ok) << d.path();
+    EXPECT_EQ(r.f.format, feed_format::atom) << d.path();
+    EXPECT_EQ(r.f.version, "0.3") << d.path();
+  }
+  EXPECT_GT(files, 50);
+}
+
+// An item without <link> takes its permalink guid as the link (isPermaLink absent or "true");
+// dedup still sees the item as sent, so nothing seen before comes back as an update.
+TEST(feed_rss, permalink_guid_becomes_the_link) {
+  const auto r = parse(
+      "<rss version=\"2.0\"><channel><title>T</title>"
+      "<item><title>1</title><guid>https://ex.org/p/1</guid></item>"
+      "<item><title>2</title><guid isPermaLink=\"true\">/p/2</guid></item>"
+      "<item><title>3</title><guid isPermaLink=\"false\">https://ex.org/p/3</guid></item>"
+      "<item><title>4</title><guid>12345</guid></item>"
+      "<item><title>5</title><link>https://ex.org/l/5</link><guid>https://ex.org/p/5</guid></item>"
+      "<item xml:base=\"https://other.example/x/\"><title>6</title>"
+      "<guid isPermaLink=\"TRUE\">p6</guid></item>"
+      "<item><title>7</title><guid>tag:ex.org,2024:7</guid></item>"
+      "</channel></rss>",
+      {}, "https://ex.org/feed.xml");
+  ASSERT_EQ(r.rc, parse_errc::ok);
+  ASSERT_EQ(r.f.entries.size(), 7u);
+  const auto& en = r.f.entries;
+  EXPECT_EQ(en[0].link, "https://ex.org/p/1");
+  EXPECT_TRUE(en[0].link_from_guid);
+  EXPECT_EQ(en[1].link, "https://ex.org/p/2");  // said true: a relative guid is resolved
+  EXPECT_EQ(en[2].link, "");                    // not a permalink
+  EXPECT_EQ(en[3].link, "");                    // the default, on a guid that is no URL
+  EXPECT_EQ(en[4].link, "https://ex.org/l/5");  // <link> wins
+  EXPECT_FALSE(en[4].link_from_guid);
+  EXPECT_EQ(en[5].link, "https://other.example/x/p6");  // the item's xml:base
+  EXPECT_EQ(en[6].link, "");                            // a URI, but not a web page
+
+  // The keys are those of the same items without the guid-derived link.
+  feed without = r.f;
+  for (entry& e : without.entries) {
+    if (e.link_from_guid) {
+      e.link.clear();
+      e.link_from_guid = false;
+    }
+  }
+  std::vector<entry_key> a, b;
+  compute_keys(r.f, a);
+  compute_keys(without, b);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].identity, b[i].identity) << i;
+    EXPECT_EQ(a[i].content, b[i].content) << i;
+    EXPECT_EQ(a[i].link_alias, b[i].link_alias) << i;
+  }
+}
+
+// The corpus: the RSS 2.0 spec's sample items have URL guids and no <link> (feed-rs leaves
+// them without a link; feedparser and Miniflux link them); gofeed's guid without
+// isPermaLink ("abc123") is no URL and makes no link.
+TEST(feed_rss, permalink_guid_corpus_examples) {
+  const std::string spec = corpus_file("feed-rs/feed-rs/fixture/rss2/rss_2.0_spec_1.xml");
+  if (spec.empty()) GTEST_SKIP() << "no shared corpus";
+  const auto r = parse(spec);
+  ASSERT_EQ(r.rc, parse_errc::ok);
+  ASSERT_EQ(r.f.entries.size(), 2u);
+  for (const entry& e : r.f.entries) {
+    EXPECT_FALSE(e.id.empty());
+    EXPECT_EQ(e.link, e.id);
+  }
+  const auto g =
+      parse(corpus_file("gofeed/testdata/parser/rss/rss_channel_item_guid_no_permalink.xml"));
+  ASSERT_EQ(g.f.entries.size(), 1u);
+  EXPECT_EQ(g.f.entries[0].id, "abc123");
+  EXPECT_TRUE(g.f.entries[0].id_is_permalink);
+  EXPECT_EQ(g.f.entries[0].link, "");
+}
+
+namespace {
+// resolve_html_urls' result: the rewritten HTML, or "=" when it left html as it was.
+std::string resolved(std::string_view html, std::string_view base = "https://ex.org/a/b.html") {
+  std::string out;
+  if (!resolve_html_urls(html, base, out)) return out.empty() ? "=" : "(not empty: " + out + ")";
+  return out;
+}
+}  // namespace
+
+TEST(feed_html, relative_urls_resolved_in_every_url_attribute) {
+  EXPECT_EQ(resolved("<a href=\"c\">x</a> <img src='/i.png'> <A HREF=d>"),
+            "<a href=\"https://ex.org/a/c\">x</a> <img src='https://ex.org/i.png'> "
+            "<A HREF=https://ex.org/a/d>");
+  EXPECT_EQ(resolved("<blockquote cite=\"q.html\"><video poster=\"p.jpg\" src=\"v.mp4\">"),
+            "<blockquote cite=\"https://ex.org/a/q.html\"><video poster=\"https://ex.org/a/p.jpg\" "
+            "src=\"https://ex.org/a/v.mp4\">");
+  // srcset: each candidate, descriptors and separators kept; absolute and data: ones untouched.
+  EXPECT_EQ(resolved("<img srcset=\"s.png 1x, https://cdn.example/l.png 2x,/w.png 640w\">"),
+            "<img srcset=\"https://ex.org/a/s.png 1x, https://cdn.example/l.png 2x,"
+            "https://ex.org/w.png 640w\">");
+  EXPECT_EQ(resolved("<img srcset=\"data:image/png;base64,AA,BB 1x, t.png,\">"),
+            "<img srcset=\"data:image/png;base64,AA,BB 1x, https://ex.org/a/t.png,\">");
+  EXPECT_EQ(resolved("<img srcset=\"a.png (x, y) 1x, b.png\">"),
+            "<img srcset=\"https://ex.org/a/a.png (x, y) 1x, https://ex.org/a/b.png\">");
+  // Scheme-relative and dot segments; a '>' inside a quoted value does not end the tag.
+  EXPECT_EQ(resolved("<a title=\"a>b\" href=\"//cdn.example/x\"><a href=\"../up\">"),
+            "<a title=\"a>b\" href=\"https://cdn.example/x\"><a href=\"https://ex.org/up\">");
+  // A base holding what would end the value is percent-encoded there, never breaks out.
+  EXPECT_EQ(resolved("<a href=\"x\"><a href='y'><a href=z>", "http://ex.org/q\"'< /"),
+            "<a href=\"http://ex.org/q%22'< /x\"><a href='http://ex.org/q\"%27< /y'>"
+            "<a href=http://ex.org/q%22%27%3C%20/z>");
+  // ... and within a srcset candidate, whitespace (it would split the candidate).
+  EXPECT_EQ(resolved("<img srcset=\"s.png 2x\">", "http://ex.org/a b/"),
+            "<img srcset=\"http://ex.org/a%20b/s.png 2x\">");
+}
+
+TEST(feed_html, nothing_relative_leaves_the_html_untouched_and_unallocated) {
+  for (const char* html :
+       {"", "plain text", "a < b > c", "<p>no attributes</p>", "<a href=\"https://ex.org/\">",
+        "<a href=\"#top\"> <a href=\"mailto:a@ex.org\"> <img src=\"data:image/png,x\">",
+        "<a href=\"\"> <a href=>", "</a href=\"x\"> <!-- <a href=\"x\"> -->",
+        "&lt;img src=\"code-sample.png\"&gt; src=text.png",  // text, not a tag
+        "<img srcset=\"https://ex.org/1.png 1x, http://ex.org/2.png 2x\">",
+        "<a href=\"javascript:x()\"> <a href=\"HTTP://EX.ORG\">"}) {
+    std::string out;
+    EXPECT_FALSE(resolve_html_urls(html, "https://ex.org/a/", out)) << html;
+    EXPECT_TRUE(out.empty()) << html;
+    EXPECT_EQ(out.capacity(), std::string().capacity()) << html;  // nothing allocated
+  }
+  // No absolute base: nothing to resolve against.
+  EXPECT_EQ(resolved("<a href=\"x\">", ""), "=");
+  EXPECT_EQ(resolved("<a href=\"x\">", "/relative/"), "=");
+  // Unterminated quote: resolved up to it, the rest kept as sent.
+  EXPECT_EQ(resolved("<a href=\"x\"><a href=\"y"), "<a href=\"https://ex.org/a/x\"><a href=\"y");
+}
+
+// In feeds: the base is the element's xml:base, then the entry's, then the feed's, then the
+// document URL; in RSS descriptions, content:encoded, dc:description, Atom html/xhtml and
+// JSON Feed content_html (never content_text or type="text").
+TEST(feed_html, feed_markup_resolves_against_the_nearest_base) {
+  const auto r = parse(
+      "<feed xmlns=\"http://www.w3.org/2005/Atom\" xml:base=\"https://feed.example/f/\">"
+      "<entry xml:base=\"https://entry.example/e/\"><title>a</title>"
+      "<summary type=\"html\" xml:base=\"https://summary.example/s/\">&lt;a href=\"x\"&gt;"
+      "</summary><content type=\"html\">&lt;img srcset=\"y 2x\"&gt;</content></entry>"
+      "<entry><title>b</title><content type=\"html\">&lt;a href=\"z\"&gt;</content>"
+      "<summary type=\"text\">&lt;a href=\"t\"&gt;</summary></entry></feed>",
+      {}, "https://doc.example/atom.xml");
+  ASSERT_EQ(r.rc, parse_errc::ok);
+  ASSERT_EQ(r.f.entries.size(), 2u);
+  EXPECT_EQ(r.f.entries[0].summary, "<a href=\"https://summary.example/s/x\">");
+  EXPECT_EQ(r.f.entries[0].content, "<img srcset=\"https://entry.example/e/y 2x\">");
+  EXPECT_EQ(r.f.entries[1].content, "<a href=\"https://feed.example/f/z\">");
+  EXPECT_EQ(r.f.entries[1].summary, "<a href=\"t\">");  // text, not markup
+
+  const auto d = parse(
+      "<rss version=\"2.0\" xmlns:dc=\"http://purl.org/dc/elements/1.1/\"><channel><item>"
+      "<dc:description>&lt;a href=\"d\"&gt;</dc:description></item></channel></rss>",
+      {}, "https://doc.example/rss");
+  ASSERT_EQ(d.f.entries.size(), 1u);
+  EXPECT_EQ(d.f.entries[0].summary, "<a href=\"https://doc.example/d\">");
+
+  const auto j = parse(
+      R"({"version":"https://jsonfeed.org/version/1.1","items":[
+      {"id":"1","content_html":"<img src=\"i.png\" srcset=\"i2.png 2x\">"},
+      {"id":"2","content_text":"<a href=\"t\">"}]})",
+      {}, "https://doc.example/j/feed.json");
+  ASSERT_EQ(j.rc, parse_errc::ok);
+  ASSERT_EQ(j.f.entries.size(), 2u);
+  EXPECT_EQ(j.f.entries[0].content,
+            "<img src=\"https://doc.example/j/i.png\" srcset=\"https://doc.example/j/i2.png 2x\">");
+  EXPECT_EQ(j.f.entries[1].content, "<a href=\"t\">");
+}
+
+// Publishers' hints: <ttl>, <skipHours>, <skipDays>, sy:updatePeriod / sy:updateFrequency.
+TEST(feed_rss, publishers_hints) {
+  auto channel = [](std::string_view inner) {
+    return parse(
+        "<rss version=\"2.0\" xmlns:sy=\"http://purl.org/rss/1.0/modules/syndication/\">"
+        "<channel><title>T</title>" +
+        std::string(inner) + "</channel></rss>");
+  };
+  auto r = channel(
+      "<ttl> 90 </ttl><skipHours><hour>0</hour><hour>7</hour><hour>24</hour><hour>25</hour>"
+      "<hour>x</hour></skipHours><skipDays><day>saturday</day><day>Sunday</day>"
+      "<day>Caturday</day></skipDays><sy:updatePeriod>daily</sy:updatePeriod>"
+      "<sy:updateFrequency>4</sy:updateFrequency>");
+  ASSERT_EQ(r.rc, parse_errc::ok);
+  EXPECT_EQ(r.f.hints.ttl_s, 90u * 60);
+  EXPECT_EQ(r.f.hints.skip_hours, (1u << 0) | (1u << 7));  // 24 is midnight; 25, x ignored
+  EXPECT_EQ(r.f.hints.skip_days, (1u << 0) | (1u << 6));
+  EXPECT_EQ(r.f.hints.update_s, 86'400u / 4);
+  // Nothing said, or said unreadably: no hint.
+  EXPECT_TRUE(channel("").f.hints.empty());
+  for (const char* bad : {"<ttl>-5</ttl>", "<ttl>1.5</ttl>", "<ttl>soon</ttl>", "<ttl>0</ttl>",
+                          "<ttl>99999999999</ttl>", "<sy:updatePeriod>often</sy:updatePeriod>",
+                          "<sy:updateFrequency>0</sy:updateFrequency>",
+                          "<skipDays><day>Funday</day></skipDays>", "<skipHours></skipHours>"}) {
+    EXPECT_TRUE(channel(bad).f.hints.empty()) << bad;
+  }
+  // A list that skips every hour or every day would forbid fetching: dropped.
+  std::string all_hours = "<skipHours>";
+  for (int h = 0; h < 24; ++h) all_hours += "<hour>" + std::to_string(h) + "</hour>";
+  EXPECT_EQ(channel(all_hours + "</skipHours>").f.hints.skip_hours, 0u);
+  EXPECT_EQ(channel("<skipDays><day>Monday</day><day>Tuesday</day><day>Wednesday</day>"
+                    "<day>Thursday</day><day>Friday</day><day>Saturday</day><day>Sunday</day>"
+                    "</skipDays>")
+                .f.hints.skip_days,
+            0u);
+  // The module's defaults: daily when only a frequency is given, once when only a period.
+  EXPECT_EQ(channel("<sy:updateFrequency>2</sy:updateFrequency>").f.hints.update_s, 43'200u);
+  EXPECT_EQ(channel("<sy:updatePeriod>Weekly</sy:updatePeriod>").f.hints.update_s, 604'800u);
+  // Undeclared sy: prefix, RDF channels and Atom feeds carry the module too.
+  EXPECT_EQ(parse("<rss version=\"2.0\"><channel><sy:updatePeriod>hourly</sy:updatePeriod>"
+                  "</channel></rss>")
+                .f.hints.update_s,
+            3600u);
+  EXPECT_EQ(parse("<feed xmlns=\"http://www.w3.org/2005/Atom\" "
+                  "xmlns:sy=\"http://purl.org/rss/1.0/modules/syndication/\">"
+                  "<sy:updatePeriod>monthly</sy:updatePeriod></feed>")
+                .f.hints.update_s,
+            30u * 86'400);
+  // A later document does not inherit the hints of an earlier one (the parser is reused).
+  EXPECT_TRUE(channel("<title>again</title>").f.hints.empty());
+}
+
+TEST(feed_rss, publishers_hints_corpus_examples) {
+  const std::string rdf = corpus_file("feed-rs/feed-rs/fixture/rss1/rss_1.0_spec_2.xml");
+  if (rdf.empty()) GTEST_SKIP() << "no shared corpus";
+  EXPECT_EQ(parse(rdf).f.hints.update_s, 1800u);  // hourly, twice
+  const auto w = parse(corpus_file("feed-rs/feed-rs/fixture/rss2/rss_2.0_wirecutter.xml"));
+  EXPECT_EQ(w.f.hints.update_s, 3600u);  // hourly, once
 }

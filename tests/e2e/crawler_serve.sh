@@ -11,7 +11,8 @@
 #     entry appended later is delivered once;
 #   - publishers' hints: 429 with Retry-After pauses the domain, 410 disables the source, a
 #     301 becomes the stored URL after exactly 3 observations; an unpinned loopback URL is
-#     refused (address_not_allowed) without connecting;
+#     refused (address_not_allowed) without connecting; a feed's <ttl>, <skipHours> and
+#     sy:updatePeriod show in its status and survive a restart (the record keeps them);
 #   - a restart (on another --shards count) re-delivers nothing and the next fetch of each
 #     feed is conditional (304 in nginx's log and in the source status).
 set -euo pipefail
@@ -56,6 +57,14 @@ mkdir -p "$tmp/alpha" "$tmp/beta" "$tmp/gamma"
 rss "$tmp/alpha/feed.xml" 3 2 alpha
 rss "$tmp/beta/rss" 2 0 beta
 rss "$tmp/gamma/atom.xml" 40 0 gamma
+mkdir -p "$tmp/hinted"
+cat >"$tmp/hinted/feed.xml" <<EOF
+<?xml version="1.0"?><rss version="2.0" xmlns:sy="http://purl.org/rss/1.0/modules/syndication/">
+<channel><title>Hinted</title><ttl>60</ttl><skipHours><hour>3</hour><hour>4</hour></skipHours>
+<skipDays><day>Sunday</day></skipDays><sy:updatePeriod>daily</sy:updatePeriod>
+<sy:updateFrequency>2</sy:updateFrequency>
+<item><guid>hinted-1</guid><title>hinted</title><pubDate>$now</pubDate></item></channel></rss>
+EOF
 
 nport=$(free_port)
 cat >"$tmp/nginx.conf" <<EOF
@@ -73,6 +82,7 @@ http {
   server { listen 127.0.0.1:$nport; server_name limited.example;
            location / { add_header Retry-After 3600 always; return 429; } }
   server { listen 127.0.0.1:$nport; server_name gone.example; location / { return 410; } }
+  server { listen 127.0.0.1:$nport; server_name hinted.example; root $tmp/hinted; }
   server { listen 127.0.0.1:$nport; server_name moved.example; root $tmp/beta;
            location = /old { return 301 http://moved.example:$nport/rss; } }
 }
@@ -218,7 +228,20 @@ limited=$(add "http://limited.example:$nport/feed")
 gone=$(add "http://gone.example:$nport/feed")
 moved=$(add "http://moved.example:$nport/old")
 private=$(add "http://127.0.0.1:1/feed.xml")  # not pinned: never connected to
+hinted=$(add "http://hinted.example:$nport/feed.xml")
 status() { curl -s -H "$auth" "$base/api/sources/$1"; }
+# The feed's own hints, as parsed (the 2 s max_interval_s here caps what they ask).
+hints_ok() {
+  status "$hinted" | python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+h = r["feed_hints"]
+assert h == {"ttl_s": 3600, "update_s": 43200, "skip_hours": [3, 4], "skip_days": ["Sunday"]}, h
+assert r["next_fetch"]["time_ms"] - r["last_fetch"]["time_ms"] <= 2500, r
+' 2>/dev/null
+}
+for _ in $(seq 100); do hints_ok && break; sleep 0.1; done
+hints_ok || fail "feed hints: $(status "$hinted")"
 for _ in $(seq 150); do
   status "$moved" | grep -q "\"url\": \"http://moved.example:$nport/rss\"" && break
   sleep 0.1
@@ -241,11 +264,14 @@ stop
 start 3
 sleep 3
 [ "$(metric feedplane_crawler_articles_total)" = 0 ] || fail "a restart re-delivered $(metric feedplane_crawler_articles_total) articles"
-[ "$(metric feedplane_crawler_sources)" = 2 ] || fail "sources after restart: $(metric feedplane_crawler_sources)"
+[ "$(metric feedplane_crawler_sources)" = 3 ] || fail "sources after restart: $(metric feedplane_crawler_sources)"
 grep -q '^feeds.alpha.example "GET /feed.xml HTTP/1.1" 304' "$tmp/access.log" || fail "alpha after restart: not conditional"
 grep -q '^www.beta.example "GET /rss HTTP/1.1" 304' "$tmp/access.log" || fail "beta after restart: not conditional"
 ! grep -q 'gamma' "$tmp/access.log" || fail "a deleted source was fetched after the restart"
 grep -q ' 200$' "$tmp/access.log" && fail "a full fetch after the restart"
 curl -s -H "$auth" "$base/api/sources/$alpha" | grep -q '"status": 304' || fail "alpha's status after restart"
+# A 304 parses nothing: the hints come back from the crawl record.
+grep -q '^hinted.example "GET /feed.xml HTTP/1.1" 304' "$tmp/access.log" || fail "hinted after restart: not conditional"
+hints_ok || fail "feed hints after restart: $(status "$hinted")"
 stop
 echo "crawler_serve: ok"

@@ -67,6 +67,10 @@ enum class reason : uint8_t {
   publisher_hint,
   gone,
   allocation,
+  // The feed's own hints (feed::fetch_hints); appended: records store these numbers.
+  feed_ttl,
+  feed_update_period,
+  feed_skip,
 };
 constexpr const char* k_reason_text[] = {
     "new source: fetched at once",
@@ -80,7 +84,14 @@ constexpr const char* k_reason_text[] = {
     "the response is fresh until then (Cache-Control max-age / Expires)",
     "disabled: the feed answered 410 Gone",
     "fetch budget: its share for sqrt(weight x posting rate), placed on its weekly profile",
+    "the feed's <ttl>: not sooner than that many minutes after the last fetch (at most "
+    "max_interval_s)",
+    "the feed's sy:updatePeriod / sy:updateFrequency: not sooner than it updates (at most "
+    "max_interval_s)",
+    "the feed's skipHours / skipDays: moved to the first UTC hour it allows (at most "
+    "max_interval_s)",
 };
+static_assert(std::size(k_reason_text) == size_t(reason::feed_skip) + 1);
 
 int64_t wall_ms() {
   timespec ts{};
@@ -699,6 +710,20 @@ void crawler::status_on_owner(status_task& t) const {
   } else {
     b += "null}, ";
   }
+  // The publisher's own hints from its last document (0 and []: not said).
+  b += fmt::format("\"feed_hints\": {{\"ttl_s\": {}, \"update_s\": {}, \"skip_hours\": [",
+                   c.hints.ttl_s, c.hints.update_s);
+  for (int h = 0, n = 0; h < 24; ++h) {
+    if ((c.hints.skip_hours >> h & 1u) != 0) b += fmt::format("{}{}", n++ != 0 ? ", " : "", h);
+  }
+  b += "], \"skip_days\": [";
+  static constexpr const char* k_days[7] = {"Sunday",   "Monday", "Tuesday", "Wednesday",
+                                            "Thursday", "Friday", "Saturday"};
+  for (int d = 0, n = 0; d < 7; ++d) {
+    if ((c.hints.skip_days >> d & 1u) != 0)
+      b += fmt::format("{}\"{}\"", n++ != 0 ? ", " : "", k_days[d]);
+  }
+  b += "]}, ";
   b += fmt::format("\"consecutive_errors\": {}, \"last_error\": ", c.consecutive_errors);
   if (c.last_error.empty()) {
     b += "null";
@@ -1025,10 +1050,17 @@ void crawler::schedule_after_success(source& s, const net::fetch_result& r, int6
   const int64_t fresh = freshness_s(r.cache_control, r.expires, now / 1000);
   const int64_t hint = now + std::min<int64_t>(fresh, bounds_.ceiling_s) * 1000;
   if (fresh > 0 && hint > at) {
-    schedule(s, hint, reason::publisher_hint);
-  } else {
-    schedule(s, at, why);
+    at = hint;
+    why = reason::publisher_hint;
   }
+  // The feed's own hints, from its last parsed document (a 304 or an unchanged document
+  // keeps them): the same ceiling bounds them.
+  feed_hint_rule rule = feed_hint_rule::none;
+  at = bound_by_feed_hints(s.rec.hints, now, at, bounds_.ceiling_s, &rule);
+  if (rule == feed_hint_rule::ttl) why = reason::feed_ttl;
+  if (rule == feed_hint_rule::update_period) why = reason::feed_update_period;
+  if (rule == feed_hint_rule::skip) why = reason::feed_skip;
+  schedule(s, at, why);
 }
 
 // A 301/308 becomes the stored URL only after 3 consistent observations in a row.
@@ -1083,6 +1115,7 @@ void crawler::ingest(source& s, net::fetch_result& r, int64_t now, int64_t previ
     fail(s, feed::errc_name(pe), now);
     return;
   }
+  c.hints = feed_.hints;  // what the publisher says now bounds the schedule from here on
   std::vector<std::pair<uint64_t, uint64_t>> snap;
   if (feed_.entries.size() > k_credit) snap = s.state.seen().snapshot();
   s.state.classify(feed_, verdicts_);

@@ -6,8 +6,10 @@ namespace feedplane::crawler {
 
 namespace {
 constexpr uint8_t k_source_version = 1;
-constexpr uint8_t k_crawl_version = 3;
-constexpr uint8_t k_crawl_version_without_history = 2;  // read, then rewritten as 3
+constexpr uint8_t k_crawl_version = 4;
+constexpr uint8_t k_crawl_version_without_hints = 3;    // read, then rewritten as 4
+constexpr uint8_t k_crawl_version_without_history = 2;  // read, then rewritten as 4
+constexpr size_t k_hints_size = 4 + 4 + 4 + 1;
 
 void put_u8(std::string& o, uint8_t v) { o.push_back(char(v)); }
 void put_u32(std::string& o, uint32_t v) {
@@ -77,8 +79,8 @@ bool decode(std::string_view in, source_record& r) {
 
 void encode(const crawl_record& r, std::string& out) {
   out.clear();
-  out.reserve(96 + posting_history::k_encoded_size + r.etag.size() + r.last_modified.size() +
-              r.seen.size() * 16);
+  out.reserve(96 + posting_history::k_encoded_size + k_hints_size + r.etag.size() +
+              r.last_modified.size() + r.seen.size() * 16);
   put_u8(out, k_crawl_version);
   put_str(out, r.etag);
   put_str(out, r.last_modified);
@@ -99,6 +101,10 @@ void encode(const crawl_record& r, std::string& out) {
   put_str(out, r.moved_to);
   put_u32(out, r.moved_count);
   r.history.encode(out);
+  put_u32(out, r.hints.ttl_s);
+  put_u32(out, r.hints.update_s);
+  put_u32(out, r.hints.skip_hours);
+  put_u8(out, r.hints.skip_days);
   put_u32(out, uint32_t(r.seen.size()));
   for (const auto& [id, content] : r.seen) {
     put_u64(out, id);
@@ -109,7 +115,9 @@ void encode(const crawl_record& r, std::string& out) {
 bool decode(std::string_view in, crawl_record& r) {
   reader rd{in};
   const uint8_t version = rd.u8();
-  if (version != k_crawl_version && version != k_crawl_version_without_history) return false;
+  if (version != k_crawl_version && version != k_crawl_version_without_hints &&
+      version != k_crawl_version_without_history)
+    return false;
   r.etag = rd.str();
   r.last_modified = rd.str();
   r.document_hash = rd.u64();
@@ -129,12 +137,19 @@ bool decode(std::string_view in, crawl_record& r) {
   r.moved_to = rd.str();
   r.moved_count = rd.u32();
   r.history = posting_history();
-  if (version == k_crawl_version) {
+  if (version != k_crawl_version_without_history) {
     const char* h = nullptr;
     if (!rd.take(posting_history::k_encoded_size, &h) ||
         !r.history.decode(std::string_view(h, posting_history::k_encoded_size))) {
       return false;
     }
+  }
+  r.hints = feed::fetch_hints();
+  if (version == k_crawl_version) {
+    r.hints.ttl_s = rd.u32();
+    r.hints.update_s = rd.u32();
+    r.hints.skip_hours = rd.u32() & ((1u << 24) - 1);
+    r.hints.skip_days = rd.u8() & 0x7f;
   }
   const uint32_t n = rd.u32();
   if (rd.bad || rd.in.size() != size_t(n) * 16) return false;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "feedplane/crawler/scheduler.h"
+#include "feedplane/feed/model.h"
 
 namespace feedplane::crawler {
 
@@ -43,6 +44,7 @@ struct crawl_record {
   std::string moved_to;  // a permanent redirect's target seen moved_count times in a row
   uint32_t moved_count = 0;
   posting_history history;  // what the feed's postings taught the scheduler (version 3)
+  feed::fetch_hints hints;  // the publisher's, from its last parsed document (version 4)
   std::vector<std::pair<uint64_t, uint64_t>> seen;  // seen_set::snapshot(), oldest first
 };
 

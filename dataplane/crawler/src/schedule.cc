@@ -86,4 +86,40 @@ int64_t freshness_s(std::string_view cache_control, std::string_view expires, in
   return t < 0 ? 0 : std::max<int64_t>(0, t - now_s);
 }
 
+namespace {
+constexpr int64_t k_hour_ms = 3'600'000;
+
+// Whether unix time t_ms (>= 0) falls in a skipped UTC hour or day (day 0 = Sunday; the
+// epoch was a Thursday).
+bool skipped(const feed::fetch_hints& h, int64_t t_ms) {
+  const int64_t hours = t_ms / k_hour_ms;
+  const int64_t day = (hours / 24 + 4) % 7;
+  return (h.skip_hours >> (hours % 24) & 1u) != 0 || (h.skip_days >> day & 1u) != 0;
+}
+}  // namespace
+
+int64_t bound_by_feed_hints(const feed::fetch_hints& h, int64_t fetched_ms, int64_t at_ms,
+                            uint32_t ceiling_s, feed_hint_rule* rule) {
+  *rule = feed_hint_rule::none;
+  const int64_t cap = std::max(at_ms, fetched_ms + int64_t(ceiling_s) * 1000);
+  int64_t t = at_ms;
+  const uint32_t wait_s = std::max(h.ttl_s, h.update_s);
+  if (wait_s > 0 && fetched_ms + int64_t(wait_s) * 1000 > t) {
+    t = fetched_ms + int64_t(wait_s) * 1000;
+    *rule = h.ttl_s >= h.update_s ? feed_hint_rule::ttl : feed_hint_rule::update_period;
+  }
+  if (h.skip_hours != 0 || h.skip_days != 0) {
+    // At most a week of hours: the parser never keeps a list that skips every hour or day.
+    int64_t s = std::max<int64_t>(t, 0);
+    for (int i = 0; i < 7 * 24 + 1 && skipped(h, s); ++i) s = (s / k_hour_ms + 1) * k_hour_ms;
+    if (s != t) {
+      t = s;
+      *rule = feed_hint_rule::skip;
+    }
+  }
+  t = std::min(t, cap);
+  if (t == at_ms) *rule = feed_hint_rule::none;  // the ceiling left it where it was
+  return t;
+}
+
 }  // namespace feedplane::crawler

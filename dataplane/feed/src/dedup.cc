@@ -52,6 +52,15 @@ std::string_view verdict_name(verdict v) {
   return "unknown";
 }
 
+namespace {
+// The link as the document sent it: a permalink guid standing in for a missing <link> is
+// already the entry's id, and hashing it again would change the keys of entries seen before
+// the parser filled it in (every such entry would come back once as "updated").
+std::string_view sent_link(const entry& e) {
+  return e.link_from_guid ? std::string_view() : std::string_view(e.link);
+}
+}  // namespace
+
 void compute_keys(const feed& f, std::vector<entry_key>& keys) {
   keys.clear();
   const size_t n = f.entries.size();
@@ -65,7 +74,7 @@ void compute_keys(const feed& f, std::vector<entry_key>& keys) {
   };
   for (const entry& e : f.entries) {
     if (!e.id.empty()) ids.push_back(hash_str(e.id, 1));
-    if (!e.link.empty()) links.push_back(hash_str(e.link, 2));
+    if (!sent_link(e).empty()) links.push_back(hash_str(sent_link(e), 2));
     if (!e.title.empty() || e.has_published) tps.push_back(tp_hash(e));
   }
   std::sort(ids.begin(), ids.end());
@@ -73,10 +82,11 @@ void compute_keys(const feed& f, std::vector<entry_key>& keys) {
   std::sort(tps.begin(), tps.end());
   for (const entry& e : f.entries) {
     entry_key k;
-    k.content = mix(mix(hash_str(e.title, 10), hash_str(e.link, 11)),
+    const std::string_view link = sent_link(e);
+    k.content = mix(mix(hash_str(e.title, 10), hash_str(link, 11)),
                     mix(hash_str(e.summary, 12), hash_str(e.content, 13)));
     const uint64_t hid = e.id.empty() ? 0 : hash_str(e.id, 1);
-    const uint64_t hlink = e.link.empty() ? 0 : hash_str(e.link, 2);
+    const uint64_t hlink = link.empty() ? 0 : hash_str(link, 2);
     const uint64_t htp = (e.title.empty() && !e.has_published) ? 0 : tp_hash(e);
     if (hid != 0 && count_in(ids, hid) == 1) {
       k.identity = hid;

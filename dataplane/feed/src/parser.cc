@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 
 #include "feedplane/base/ascii.h"
 #include "internal.h"
@@ -114,33 +115,54 @@ enum class ns : uint8_t {
   atom03,
   rss10,
   rss090,
+  rss20,  // the RSS 2.0 / 0.91 namespaces some publishers declare as the default
   rdf,
   dc,
   dcterms,
   content,
+  sy,  // RSS 1.0 syndication module (updatePeriod, updateFrequency)
   xhtml,
   media,
   itunes,
   xml,
-  other
+  other,
+  // An unprefixed element whose default namespace is one we do not know: read as the
+  // format's own element, as feedparser and Go's encoding/xml (Miniflux, gofeed) do.
+  unknown_default,
 };
 
 using base::ascii_iequals;
 
+// Namespace URIs compare case-insensitively, as feedparser's do: publishers vary the case.
 ns ns_from_uri(std::string_view u) {
-  if (u == "http://www.w3.org/2005/Atom") return ns::atom10;
-  if (u == "http://purl.org/atom/ns#") return ns::atom03;
-  if (u == "http://purl.org/rss/1.0/") return ns::rss10;
-  if (u == "http://my.netscape.com/rdf/simple/0.9/" ||
-      u == "http://channel.netscape.com/rdf/simple/0.9/")
+  if (u.empty()) return ns::none;  // xmlns="": back to no namespace
+  if (ascii_iequals(u, "http://www.w3.org/2005/Atom")) return ns::atom10;
+  if (ascii_iequals(u, "http://purl.org/atom/ns#")) return ns::atom03;
+  if (ascii_iequals(u, "http://purl.org/rss/1.0/")) return ns::rss10;
+  if (ascii_iequals(u, "http://my.netscape.com/rdf/simple/0.9/") ||
+      ascii_iequals(u, "http://channel.netscape.com/rdf/simple/0.9/"))
     return ns::rss090;
-  if (u == "http://www.w3.org/1999/02/22-rdf-syntax-ns#") return ns::rdf;
-  if (u == "http://purl.org/dc/elements/1.1/") return ns::dc;
-  if (u == "http://purl.org/dc/terms/") return ns::dcterms;
-  if (u == "http://purl.org/rss/1.0/modules/content/") return ns::content;
-  if (u == "http://www.w3.org/1999/xhtml") return ns::xhtml;
-  if (u == "http://search.yahoo.com/mrss/" || u == "http://search.yahoo.com/mrss") return ns::media;
+  if (ascii_iequals(u, "http://www.w3.org/1999/02/22-rdf-syntax-ns#")) return ns::rdf;
+  if (ascii_iequals(u, "http://purl.org/dc/elements/1.1/")) return ns::dc;
+  if (ascii_iequals(u, "http://purl.org/dc/terms/")) return ns::dcterms;
+  if (ascii_iequals(u, "http://purl.org/rss/1.0/modules/content/")) return ns::content;
+  if (ascii_iequals(u, "http://purl.org/rss/1.0/modules/syndication/")) return ns::sy;
+  if (ascii_iequals(u, "http://www.w3.org/1999/xhtml")) return ns::xhtml;
+  if (ascii_iequals(u, "http://search.yahoo.com/mrss/") ||
+      ascii_iequals(u, "http://search.yahoo.com/mrss"))
+    return ns::media;
   if (ascii_iequals(u, "http://www.itunes.com/dtds/podcast-1.0.dtd")) return ns::itunes;
+  // RSS 2.0 in a namespace: any backend.userland.com/rss* URI (feedparser's rule; "rss2" is
+  // the common one), Harvard's copy of the spec, and the RSS 1.0 module for 0.91 elements.
+  if (base::ascii_ifind(u, "backend.userland.com/rss") != std::string_view::npos ||
+      ascii_iequals(u, "http://blogs.law.harvard.edu/tech/rss") ||
+      ascii_iequals(u, "http://purl.org/rss/1.0/modules/rss091#"))
+    return ns::rss20;
+  // Atom's drafts before 0.3 ("Echo", "Pie"), still found in old feeds: read as 0.3.
+  if (ascii_iequals(u, "http://purl.org/echo/") || ascii_iequals(u, "http://purl.org/pie/") ||
+      ascii_iequals(u, "http://example.com/newformat#") ||
+      ascii_iequals(u, "http://example.com/necho") || ascii_iequals(u, "uri/of/echo/namespace#"))
+    return ns::atom03;
   return ns::other;
 }
 
@@ -150,12 +172,24 @@ ns ns_from_prefix(std::string_view p) {
   if (p == "dc") return ns::dc;
   if (p == "dcterms") return ns::dcterms;
   if (p == "content") return ns::content;
+  if (p == "sy") return ns::sy;
   if (p == "media") return ns::media;
   if (p == "itunes") return ns::itunes;
   if (p == "rdf") return ns::rdf;
   if (p == "xhtml") return ns::xhtml;
   if (p == "xml") return ns::xml;
   return ns::other;
+}
+
+// The namespaces whose elements are RSS's own: none, RSS 1.0, 0.90, 2.0, or an unknown default.
+bool rss_core(ns n) {
+  return n == ns::none || n == ns::rss10 || n == ns::rss090 || n == ns::rss20 ||
+         n == ns::unknown_default;
+}
+
+// The namespaces whose elements are Atom's own (0.3 or 1.0), inside an Atom document.
+bool atom_core(ns n) {
+  return n == ns::atom10 || n == ns::atom03 || n == ns::none || n == ns::unknown_default;
 }
 
 struct string_writer final : pugi::xml_writer {
@@ -234,6 +268,13 @@ struct parser::impl {
   void person_text(pugi::xml_node n, std::vector<person>& v);
   void resolve_markup(std::string& html);
   void atom_link(pugi::xml_node n, std::string* alternate, entry* e, bool feed_level);
+
+  // Publishers' hints (model.h fetch_hints).
+  void skip_hours(pugi::xml_node n);
+  void skip_days(pugi::xml_node n);
+  void ttl(pugi::xml_node n);
+  // sy:updatePeriod / sy:updateFrequency of the channel or feed: n is either (or nothing).
+  void update_period(pugi::xml_node period, pugi::xml_node frequency);
 
   void rss_channel(pugi::xml_node ch, bool rdf);
   void rss_item(pugi::xml_node it, bool rdf);
@@ -316,6 +357,7 @@ parse_errc parser::impl::run(std::string_view bytes, const parse_options& o, fee
   f.has_published = f.has_updated = false;
   f.authors.clear();
   f.categories.clear();
+  f.hints = {};
   f.recovered = 0;
   f.recovery_events = 0;
   f.entries_dropped = 0;
@@ -393,7 +435,7 @@ parse_errc parser::impl::parse_xml(std::string_view bytes) {
   std::string_view local;
   const ns rns = resolve(root, &local);
   parse_errc rc = parse_errc::ok;
-  if (local == "rss" || (local == "channel" && (rns == ns::none || rns == ns::rss10))) {
+  if (local == "rss" || (local == "channel" && rss_core(rns))) {
     out->format = feed_format::rss;
     attr(root, "version", out->version);  // as sent; empty when the document names none
     if (local == "channel") {
@@ -419,7 +461,7 @@ parse_errc parser::impl::parse_xml(std::string_view bytes) {
       if (l == "channel") rss_channel(c, true);
       if (l == "item" && room()) rss_item(c, true);
     }
-  } else if (local == "feed" && (rns == ns::atom10 || rns == ns::atom03 || rns == ns::none)) {
+  } else if (local == "feed" && atom_core(rns)) {
     out->format = feed_format::atom;
     std::string& v = scratch;
     attr(root, "version", v);
@@ -478,8 +520,11 @@ ns parser::impl::resolve(pugi::xml_node n, std::string_view* local) const {
     prefix = name.substr(0, colon);
     *local = name.substr(colon + 1);
   }
-  for (size_t i = scopes.size(); i > 0; --i)
-    if (scopes[i - 1].first == prefix) return scopes[i - 1].second;
+  for (size_t i = scopes.size(); i > 0; --i) {
+    if (scopes[i - 1].first != prefix) continue;
+    const ns found = scopes[i - 1].second;
+    return prefix.empty() && found == ns::other ? ns::unknown_default : found;
+  }
   return prefix.empty() ? ns::none : ns_from_prefix(prefix);
 }
 
@@ -580,12 +625,13 @@ void parser::impl::date(pugi::xml_node n, int64_t* t, bool* has) {
 void parser::impl::rss_channel(pugi::xml_node ch, bool rdf) {
   const mark m = enter(ch);
   pugi::xml_node itunes_author, itunes_summary;  // fallbacks, used only when nothing better
+  pugi::xml_node sy_period, sy_frequency;
   for (pugi::xml_node c = ch.first_child(); c; c = c.next_sibling()) {
     if (c.type() != pugi::node_element) continue;
     const mark cm = enter(c);
     std::string_view l;
     const ns n = resolve(c, &l);
-    const bool core = n == ns::none || n == ns::rss10 || n == ns::rss090;
+    const bool core = rss_core(n);
     if (core) {
       if (l == "item") {
         if (room()) rss_item(c, rdf);
@@ -609,7 +655,16 @@ void parser::impl::rss_channel(pugi::xml_node ch, bool rdf) {
       } else if (l == "category") {
         text(c, scratch);
         if (!scratch.empty()) out->categories.push_back(scratch);
+      } else if (l == "ttl") {
+        ttl(c);
+      } else if (l == "skipHours") {
+        skip_hours(c);
+      } else if (l == "skipDays") {
+        skip_days(c);
       }
+    } else if (n == ns::sy) {
+      if (l == "updatePeriod") sy_period = c;
+      if (l == "updateFrequency") sy_frequency = c;
     } else if (n == ns::atom10 || n == ns::atom03) {
       if (l == "link") atom_link(c, &out->link, nullptr, true);
     } else if (n == ns::dc) {
@@ -642,20 +697,103 @@ void parser::impl::rss_channel(pugi::xml_node ch, bool rdf) {
   }
   if (out->authors.empty() && itunes_author) person_text(itunes_author, out->authors);
   if (out->description.empty() && itunes_summary) text(itunes_summary, out->description);
+  update_period(sy_period, sy_frequency);
   leave(m);
+}
+
+namespace {
+// A decimal of digits only (ASCII whitespace around it allowed), at most max; else false.
+bool small_count(std::string_view s, uint32_t max, uint32_t* out) {
+  s = base::ascii_trim(s);
+  if (s.empty() || s.size() > 10) return false;
+  uint64_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + uint64_t(c - '0');
+  }
+  if (v > max) return false;
+  *out = uint32_t(v);
+  return true;
+}
+}  // namespace
+
+// <ttl>: minutes, a positive integer; at most a year (anything longer is no hint a crawler
+// can use: its own ceiling applies first).
+void parser::impl::ttl(pugi::xml_node n) {
+  text(n, scratch);
+  uint32_t minutes = 0;
+  if (small_count(scratch, 366 * 24 * 60, &minutes)) out->hints.ttl_s = minutes * 60;
+}
+
+// <skipHours><hour>0..23</hour>...: UTC hours; 24 (used by some for midnight) is 0. A list
+// that skips every hour would forbid fetching at all: dropped as unreadable.
+void parser::impl::skip_hours(pugi::xml_node n) {
+  uint32_t bits = 0;
+  for (pugi::xml_node c = n.first_child(); c; c = c.next_sibling()) {
+    std::string_view l;
+    if (c.type() != pugi::node_element || !rss_core(resolve(c, &l)) || l != "hour") continue;
+    text(c, scratch);
+    uint32_t h = 0;
+    if (small_count(scratch, 24, &h)) bits |= 1u << (h % 24);
+  }
+  out->hints.skip_hours = bits == (1u << 24) - 1 ? 0 : bits;
+}
+
+// <skipDays><day>Monday</day>...: English day names, any case; unknown names ignored.
+void parser::impl::skip_days(pugi::xml_node n) {
+  static constexpr std::string_view names[7] = {"Sunday",   "Monday", "Tuesday", "Wednesday",
+                                                "Thursday", "Friday", "Saturday"};
+  uint32_t bits = 0;
+  for (pugi::xml_node c = n.first_child(); c; c = c.next_sibling()) {
+    std::string_view l;
+    if (c.type() != pugi::node_element || !rss_core(resolve(c, &l)) || l != "day") continue;
+    text(c, scratch);
+    for (int d = 0; d < 7; ++d) {
+      if (ascii_iequals(scratch, names[d])) bits |= 1u << d;
+    }
+  }
+  out->hints.skip_days = bits == 0x7f ? 0 : uint8_t(bits);
+}
+
+// The syndication module: the feed updates `frequency` times per `period` (hourly, daily,
+// weekly, monthly, yearly; daily and 1 when absent). An unknown period or a frequency that
+// is not a positive integer makes no hint.
+void parser::impl::update_period(pugi::xml_node period, pugi::xml_node frequency) {
+  if (!period && !frequency) return;
+  uint32_t period_s = 86'400;
+  if (period) {
+    text(period, scratch);
+    static constexpr std::pair<std::string_view, uint32_t> periods[] = {{"hourly", 3600},
+                                                                        {"daily", 86'400},
+                                                                        {"weekly", 7 * 86'400},
+                                                                        {"monthly", 30 * 86'400},
+                                                                        {"yearly", 365 * 86'400}};
+    period_s = 0;
+    for (const auto& [name, s] : periods) {
+      if (ascii_iequals(scratch, name)) period_s = s;
+    }
+    if (period_s == 0) return;
+  }
+  uint32_t times = 1;
+  if (frequency) {
+    text(frequency, scratch);
+    if (!small_count(scratch, 1'000'000, &times) || times == 0) return;
+  }
+  out->hints.update_s = std::max<uint32_t>(1, period_s / times);
 }
 
 void parser::impl::rss_item(pugi::xml_node it, bool rdf) {
   const mark m = enter(it);
   entry& e = pool.add(*out);
   bool have_link = false;
+  bool guid_said_permalink = false;  // isPermaLink="true" written out, not just the default
   pugi::xml_node itunes_author, itunes_summary;  // fallbacks, used only when nothing better
   for (pugi::xml_node c = it.first_child(); c; c = c.next_sibling()) {
     if (c.type() != pugi::node_element) continue;
     const mark cm = enter(c);
     std::string_view l;
     const ns n = resolve(c, &l);
-    const bool core = n == ns::none || n == ns::rss10 || n == ns::rss090;
+    const bool core = rss_core(n);
     if (core) {
       if (l == "title") {
         text(c, e.title);
@@ -675,6 +813,7 @@ void parser::impl::rss_item(pugi::xml_node it, bool rdf) {
         text(c, e.id);
         attr(c, "isPermaLink", scratch);
         e.id_is_permalink = !e.id.empty() && !ascii_iequals(scratch, "false");
+        guid_said_permalink = ascii_iequals(scratch, "true");
       } else if (l == "pubDate") {
         date(c, &e.published, &e.has_published);
       } else if (l == "author") {
@@ -708,6 +847,7 @@ void parser::impl::rss_item(pugi::xml_node it, bool rdf) {
         if (!e.has_updated) date(c, &e.updated, &e.has_updated);
       } else if (l == "description" && e.summary.empty()) {
         text(c, e.summary);
+        resolve_markup(e.summary);
       } else if (l == "creator" || l == "author") {
         text(c, scratch);
         if (!scratch.empty()) detail::parse_person(scratch, e.authors.emplace_back());
@@ -763,6 +903,15 @@ void parser::impl::rss_item(pugi::xml_node it, bool rdf) {
     attr(it, "rdf:about", scratch);
     if (!scratch.empty()) resolve_url(base(), scratch, e.link);
   }
+  // A permalink guid is the link of an item that has none (RSS 2.0: isPermaLink defaults to
+  // true), as feedparser and Miniflux read it. The default alone is trusted only for an
+  // http(s) URL: many feeds omit isPermaLink on guids that are no URL at all ("12345").
+  if (e.link.empty() && e.id_is_permalink &&
+      (guid_said_permalink || base::ascii_istarts_with(e.id, "http://") ||
+       base::ascii_istarts_with(e.id, "https://"))) {
+    resolve_url(base(), e.id, e.link);
+    e.link_from_guid = true;
+  }
   leave(m);
 }
 
@@ -812,7 +961,6 @@ void parser::impl::atom_text(pugi::xml_node n, std::string& o) {
     return;
   }
   text(n, o);
-  if (type == "html") resolve_markup(o);
   // Binary media types arrive base64-encoded (RFC 4287 section 4.1.3.3); other types are text.
   const bool binary = type.starts_with("image/") || type.starts_with("audio/") ||
                       type.starts_with("video/") || type == "application/octet-stream";
@@ -824,6 +972,8 @@ void parser::impl::atom_text(pugi::xml_node n, std::string& o) {
       note(st, recovery::bad_base64);
     }
   }
+  // HTML: Atom 1.0's "html"; Atom 0.3 names the media type ("text/html", escaped or base64).
+  if (type == "html" || type == "text/html") resolve_markup(o);
 }
 
 void parser::impl::atom_person(pugi::xml_node n, std::vector<person>& v) {
@@ -881,13 +1031,15 @@ void parser::impl::person_text(pugi::xml_node n, std::vector<person>& v) {
   if (!scratch.empty()) detail::parse_person(scratch, v.emplace_back());
 }
 
-// Relative href/src inside HTML resolved against the base in effect (xml:base, else the
-// document's URL), as feedparser and gofeed do, so markup reads the same anywhere.
+// Relative URLs inside HTML resolved against the base in effect (xml:base of the element,
+// then of its entry, then of the feed, else the document's URL), as feedparser and gofeed
+// do, so the markup reads the same anywhere. Here, at ingestion, and not where the reflector
+// sanitizes: only the parser knows xml:base, it runs once per article where rendering runs
+// once per served feed, and the store, matcher and previews then all hold absolute URLs.
+// HTML without a relative URL is left as it is (resolve_html_urls writes nothing then).
 void parser::impl::resolve_markup(std::string& html) {
   const std::string_view b = base();
-  if (b.empty() ||
-      (html.find("href") == std::string::npos && html.find("src") == std::string::npos))
-    return;
+  if (b.empty() || html.find('<') == std::string::npos) return;
   if (resolve_html_urls(html, b, scratch)) html.swap(scratch);
 }
 
@@ -919,12 +1071,13 @@ void parser::impl::atom_link(pugi::xml_node n, std::string* alternate, entry* e,
 }
 
 void parser::impl::atom_feed(pugi::xml_node root, bool atom03) {
+  pugi::xml_node sy_period, sy_frequency;
   for (pugi::xml_node c = root.first_child(); c; c = c.next_sibling()) {
     if (c.type() != pugi::node_element) continue;
     const mark cm = enter(c);
     std::string_view l;
     const ns n = resolve(c, &l);
-    if (n == ns::atom10 || n == ns::atom03 || n == ns::none) {
+    if (atom_core(n)) {
       if (l == "entry") {
         if (room()) atom_entry(c, atom03);
       } else if (l == "title") {
@@ -942,9 +1095,13 @@ void parser::impl::atom_feed(pugi::xml_node root, bool atom03) {
       } else if (l == "category") {
         atom_category(c, out->categories);
       }
+    } else if (n == ns::sy) {
+      if (l == "updatePeriod") sy_period = c;
+      if (l == "updateFrequency") sy_frequency = c;
     }
     leave(cm);
   }
+  update_period(sy_period, sy_frequency);
   if (out->language.empty()) attr(root, "xml:lang", out->language);
 }
 
@@ -957,7 +1114,7 @@ void parser::impl::atom_entry(pugi::xml_node en, bool atom03) {
     const mark cm = enter(c);
     std::string_view l;
     const ns n = resolve(c, &l);
-    if (n == ns::atom10 || n == ns::atom03 || n == ns::none) {
+    if (atom_core(n)) {
       if (l == "id") {
         text(c, e.id);
         if (!e.id.empty() && !has_scheme(e.id) && !base().empty()) {
@@ -1377,7 +1534,11 @@ error_code parser::impl::read_item(od::value item, size_t depth) {
   }
   summary.trimmed_into(e.summary);
   content_html.trimmed_into(e.content);
-  if (e.content.empty()) content_text.trimmed_into(e.content);
+  if (e.content.empty()) {
+    content_text.trimmed_into(e.content);  // plain text: no markup to resolve
+  } else {
+    resolve_markup(e.content);  // against the document's URL: JSON has no xml:base
+  }
   if (published.got) {
     if (parse_date(published.v, &e.published)) {
       e.has_published = true;

@@ -94,6 +94,24 @@ void render_json(const feed& f, std::string& out) {
   date_field("updated", f.has_updated, f.updated, out);
   persons("authors", f.authors, out);
   strings("categories", f.categories, out);
+  // Publishers' hints: seconds (0: not said), skipped UTC hours and days (0 = Sunday).
+  out.append("\"hints\":{\"ttl_s\":");
+  out.append(std::to_string(f.hints.ttl_s));
+  out.append(",\"update_s\":");
+  out.append(std::to_string(f.hints.update_s));
+  out.append(",\"skip_hours\":[");
+  for (int h = 0, n = 0; h < 24; ++h) {
+    if ((f.hints.skip_hours >> h & 1u) == 0) continue;
+    if (n++ != 0) out.push_back(',');
+    out.append(std::to_string(h));
+  }
+  out.append("],\"skip_days\":[");
+  for (int d = 0, n = 0; d < 7; ++d) {
+    if ((f.hints.skip_days >> d & 1u) == 0) continue;
+    if (n++ != 0) out.push_back(',');
+    out.append(std::to_string(d));
+  }
+  out.append("]},");
   close_object(out);
   out.append(",\"entries\":[");
   for (size_t i = 0; i < f.entries.size(); ++i) {

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "feedplane/feed/model.h"
+
 namespace feedplane::crawler {
 
 struct interval_bounds {
@@ -39,5 +41,17 @@ int64_t retry_after_s(std::string_view value, int64_t now_s);
 // now_s (an unreadable or past Expires is 0); no-cache, no-store and must-revalidate with
 // max-age=0 are 0; -1 when the response gives neither.
 int64_t freshness_s(std::string_view cache_control, std::string_view expires, int64_t now_s);
+
+// Which of a feed's own hints (feed::fetch_hints) placed a fetch; none: it stood where it was.
+enum class feed_hint_rule : uint8_t { none, ttl, update_period, skip };
+
+// The first time at or after at_ms that the feed's hints allow, for a fetch made at
+// fetched_ms: not sooner than fetched_ms plus the longer of its ttl and its update period
+// (sy:updatePeriod / sy:updateFrequency), then outside its skipped UTC hours and days (moved
+// to the start of the first allowed hour). Never later than max(at_ms, fetched_ms +
+// ceiling_s): the operator's ceiling bounds what the publisher asks, as it bounds
+// Cache-Control. *rule names the hint that set the result (the last that moved it).
+int64_t bound_by_feed_hints(const feed::fetch_hints& h, int64_t fetched_ms, int64_t at_ms,
+                            uint32_t ceiling_s, feed_hint_rule* rule);
 
 }  // namespace feedplane::crawler

@@ -58,12 +58,29 @@ struct entry {
   bool has_published = false;
   bool has_updated = false;
   bool id_is_permalink = false;  // RSS guid isPermaLink (default true when a guid is present)
+  // link is the permalink guid (the item had no <link>): dedup reads the entry as sent, so
+  // its identity and content hash are those of an entry without a link.
+  bool link_from_guid = false;
   std::vector<person> authors;
   std::vector<std::string> categories;
   std::vector<enclosure> enclosures;
 
   // Empties every field, keeping string capacity for the next document.
   void clear();
+};
+
+// What a publisher says about how often to fetch its feed: RSS 2.0's <ttl>, <skipHours> and
+// <skipDays>, and the RSS 1.0 syndication module's sy:updatePeriod / sy:updateFrequency
+// (also found in RSS 2.0 and Atom). Zero fields were not said (or said unreadably). The
+// crawler bounds its schedule with them (crawler/schedule.h, bound_by_feed_hints).
+struct fetch_hints {
+  uint32_t ttl_s = 0;       // <ttl>, given in minutes: how long the channel may be cached
+  uint32_t update_s = 0;    // the period over the frequency: how often the feed is updated
+  uint32_t skip_hours = 0;  // bit h (0-23): not to be read during UTC hour h
+  uint8_t skip_days = 0;    // bit d (0 = Sunday ... 6 = Saturday): not on that UTC day
+
+  bool empty() const { return ttl_s == 0 && update_s == 0 && skip_hours == 0 && skip_days == 0; }
+  friend bool operator==(const fetch_hints&, const fetch_hints&) = default;
 };
 
 struct feed {
@@ -82,6 +99,7 @@ struct feed {
   std::vector<person> authors;
   std::vector<std::string> categories;
   std::vector<entry> entries;
+  fetch_hints hints;
   uint32_t recovered = 0;        // bits of `recovery`
   uint32_t recovery_events = 0;  // how many individual repairs were made
   uint32_t entries_dropped = 0;  // entries past parse_options::max_entries, not in `entries`

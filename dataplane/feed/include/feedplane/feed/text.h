@@ -16,9 +16,11 @@ bool parse_date(std::string_view text, int64_t* out);
 // Writes t as RFC 3339 UTC ("2004-01-01T19:48:21Z") into buf (>= 32 bytes); returns length.
 int format_rfc3339(int64_t t, char* buf);
 
-// Writes to out html with relative href/src attribute values resolved against base (with
-// net::resolve_url); returns false (out unspecified) when nothing needed resolving, so
-// callers keep html as it is.
+// Writes to out html with the relative URLs of its start tags' href, src, cite, poster and
+// srcset (each candidate) attributes resolved against the absolute base (net::resolve_url);
+// everything else is copied byte for byte. Returns false, with out left empty (nothing
+// appended, so nothing allocated), when nothing needed resolving: callers keep html as it
+// is. Markup with an unterminated quoted value is resolved only up to it.
 bool resolve_html_urls(std::string_view html, std::string_view base, std::string& out);
 
 // Counters a decoder bumps for each repair it makes (see model.h `recovery`).
