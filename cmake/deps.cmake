@@ -22,6 +22,9 @@ if(FEEDPLANE_TESTS)
 endif()
 if(FEEDPLANE_BENCH)
   find_package(benchmark REQUIRED)
+  # The NATS C client (Debian libnats-dev), for nats_bench's JetStream publisher and
+  # consumers; the servers are Debian's nats-server, run as child processes.
+  pkg_check_modules(nats REQUIRED IMPORTED_TARGET libnats)
 endif()
 
 # feedplane_allocator: link into executables only. The allocator replaces
