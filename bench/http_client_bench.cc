@@ -45,7 +45,9 @@ std::string feed_8k() {
   return s;
 }
 
-enum class mode { ok200, not_modified, gzip, https };
+// https_new: every fetch on a new connection (the request says Connection: close), so each
+// pays a full TLS 1.3 handshake, as a crawler's fetch of a host it last saw minutes ago.
+enum class mode { ok200, not_modified, gzip, https, https_new };
 
 struct env_t {
   feedplane::test::nginx_server nginx;
@@ -55,7 +57,8 @@ struct env_t {
   std::string body = feed_8k();
   std::string etag;
   std::string url(mode m) const {
-    if (m == mode::https) return "https://localhost:" + std::to_string(tls_port) + "/feed.xml";
+    if (m == mode::https || m == mode::https_new)
+      return "https://localhost:" + std::to_string(tls_port) + "/feed.xml";
     return "http://127.0.0.1:" + std::to_string(port) +
            (m == mode::gzip ? "/gz/feed.xml" : "/feed.xml");
   }
@@ -125,6 +128,7 @@ class fp_runner {
     req_.url = g_env->url(m);
     req_.accept_compressed = m == mode::gzip;
     if (m == mode::not_modified) req_.if_none_match = g_env->etag;
+    if (m == mode::https_new) req_.headers.emplace_back("Connection", "close");
     // Verify once before timing: the full bytes.
     bool got = false;
     feedplane::net::fetch_result copy;
@@ -219,9 +223,14 @@ class curl_runner {
       curl_easy_setopt(t.easy, CURLOPT_NOSIGNAL, 1L);
       curl_easy_setopt(t.easy, CURLOPT_TCP_NODELAY, 1L);
       if (m == mode::gzip) curl_easy_setopt(t.easy, CURLOPT_ACCEPT_ENCODING, "gzip");
-      if (m == mode::https) curl_easy_setopt(t.easy, CURLOPT_CAINFO, g_env->ca_file.c_str());
+      if (m == mode::https || m == mode::https_new)
+        curl_easy_setopt(t.easy, CURLOPT_CAINFO, g_env->ca_file.c_str());
       if (m == mode::not_modified) {
         t.headers = curl_slist_append(nullptr, inm_.c_str());
+        curl_easy_setopt(t.easy, CURLOPT_HTTPHEADER, t.headers);
+      }
+      if (m == mode::https_new) {
+        t.headers = curl_slist_append(nullptr, "Connection: close");
         curl_easy_setopt(t.easy, CURLOPT_HTTPHEADER, t.headers);
       }
       curl_easy_setopt(t.easy, CURLOPT_PRIVATE, &t);
@@ -307,9 +316,11 @@ void bm_case(benchmark::State& state, mode m, const std::string& name) {
   }
   batch_result fsum, csum;
   int64_t fetches = 0;
+  // A full handshake costs both ends far more than a fetch: fewer per round.
+  const int per_round = m == mode::https_new ? k_fetches / 10 : k_fetches;
   for (auto _ : state) {
-    auto f = fp.run(k_fetches);
-    auto c = cu.run(k_fetches);
+    auto f = fp.run(per_round);
+    auto c = cu.run(per_round);
     if (f.bad || c.bad) {
       state.SkipWithError(f.bad ? "feedplane client: bad response during timing"
                                 : "libcurl: bad response during timing");
@@ -321,7 +332,7 @@ void bm_case(benchmark::State& state, mode m, const std::string& name) {
     fsum.bytes += f.bytes;
     csum.cpu += c.cpu;
     csum.wall += c.wall;
-    fetches += k_fetches;
+    fetches += per_round;
   }
   auto n = static_cast<double>(fetches);
   state.SetItemsProcessed(fetches);
@@ -346,6 +357,7 @@ double run_wrk(mode m) {
   std::string cmd = "wrk -t1 -c" + std::to_string(k_concurrency) + " -d3s";
   if (m == mode::gzip) cmd += " -H 'Accept-Encoding: gzip'";
   if (m == mode::not_modified) cmd += " -H 'If-None-Match: " + g_env->etag + "'";
+  if (m == mode::https_new) cmd += " -H 'Connection: close'";
   cmd += " " + g_env->url(m) + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return 0;
@@ -366,8 +378,9 @@ void register_all() {
     const char* name;
     mode m;
   };
-  for (auto [name, m] : {item{"200", mode::ok200}, item{"304", mode::not_modified},
-                         item{"gzip", mode::gzip}, item{"https_200", mode::https}}) {
+  for (auto [name, m] :
+       {item{"200", mode::ok200}, item{"304", mode::not_modified}, item{"gzip", mode::gzip},
+        item{"https_200", mode::https}, item{"https_new_conn", mode::https_new}}) {
     std::string n = name;
     benchmark::RegisterBenchmark(("feedplane_vs_libcurl_multi/" + n).c_str(),
                                  [m, n](benchmark::State& st) { bm_case(st, m, n); })
@@ -415,7 +428,8 @@ int main(int argc, char** argv) {
   std::printf("%-9s %14s %14s %7s %16s %16s %12s\n", "case", "feedplane", "libcurl_multi", "ratio",
               "feedplane wall/s", "curl wall/s", "wrk req/s");
   for (auto [name, m] : {std::pair{"200", mode::ok200}, std::pair{"304", mode::not_modified},
-                         std::pair{"gzip", mode::gzip}, std::pair{"https_200", mode::https}}) {
+                         std::pair{"gzip", mode::gzip}, std::pair{"https_200", mode::https},
+                         std::pair{"https_new_conn", mode::https_new}}) {
     double fp = g_env->cpu_rate[std::string("feedplane/") + name];
     double cu = g_env->cpu_rate[std::string("libcurl_multi/") + name];
     double fw = g_env->wall_rate[std::string("feedplane/") + name];

@@ -44,9 +44,11 @@ void load(loaded& l, const std::string& workload, const std::string& nodes) {
   ASSERT_TRUE(e.empty()) << joined(e);
 }
 
-TEST(provisioner_feedplane, moonshot_fits_one_project_machine) {
+// measured.toml is rewritten per machine (scripts/cost-model): only wide margins here.
+// Figure 11's 1M x 10M (plain HTTP) needs CPU 0.17 of a project machine's 0.70.
+TEST(provisioner_feedplane, a_workload_that_fits_one_host_gets_one_host_and_no_nats) {
   loaded l;
-  load(l, "moonshot-1m-10m", "project-machine");
+  load(l, "fig11-1m-10m", "project-machine");
   fp::fp_model m;
   ASSERT_TRUE(fp::fp_model::make(l.w, l.costs, l.nodes, m).empty());
   const auto x = fp::fp_exact(m);
@@ -54,6 +56,33 @@ TEST(provisioner_feedplane, moonshot_fits_one_project_machine) {
   EXPECT_EQ(x.shape.layout, fp_layout::single);
   EXPECT_EQ(x.shape.total(), 1U);
   EXPECT_EQ(fp::fp_greedy(m).shape, x.shape);
+}
+
+TEST(provisioner_feedplane, full_tls_handshakes_are_charged_to_crawling) {
+  // The crawl host's CPU grows by fetches/s x HTTPS share x handshake share x the
+  // handshake's cost, and by nothing else.
+  loaded l;
+  load(l, "moonshot-1m-10m", "project-machine");
+  fp::fp_shape s;
+  s.layout = fp_layout::split;
+  s.hosts[size_t(fp_role::crawl)] = 1;
+  s.hosts[size_t(fp_role::match)] = 1;
+  s.hosts[size_t(fp_role::nats)] = 3;
+  const auto crawl_cpu = [&](double handshakes) {
+    fp::workload w = l.w;
+    w.tls_handshake_share = handshakes;
+    fp::fp_model m;
+    EXPECT_TRUE(fp::fp_model::make(w, l.costs, l.nodes, m).empty());
+    return m.utilisation(s, fp_role::crawl, fp::resource::cpu);
+  };
+  const double none = crawl_cpu(0), all = crawl_cpu(1), half = crawl_cpu(0.5);
+  EXPECT_GT(all, none);
+  EXPECT_NEAR(half - none, (all - none) / 2, 1e-9);
+  const double per_fetch = l.costs.find("cpu_per_tls_handshake")->value;
+  const double fetches = l.w.feeds / l.w.crawl_interval_s;
+  const fp::node_class& n = l.nodes.front();
+  EXPECT_NEAR((all - none) * n.cores * n.cpu_speed / n.headroom,
+              fetches * l.w.https_share * per_fetch, 1e-6 * fetches * per_fetch);
 }
 
 TEST(provisioner_feedplane, large_plan_counts_nats_and_matches_partitions) {
@@ -235,7 +264,12 @@ TEST(provisioner_feedplane, planning_again_from_its_own_output_moves_nothing) {
   });
   ASSERT_GT(mv.hosts_after, mv.hosts_before);
   EXPECT_EQ(mv.added, mv.hosts_after - mv.hosts_before);
-  EXPECT_EQ(mv.partitions_moved, mv.added * (l.w.partitions / mv.hosts_after));
+  // Every kept host held more than its new quota (P / before >= P / after), keeps its whole
+  // quota and the larger quotas go to kept hosts first; the new hosts take the rest.
+  const uint64_t base = l.w.partitions / mv.hosts_after, extra = l.w.partitions % mv.hosts_after;
+  uint64_t kept = 0;
+  for (uint64_t i = 0; i < mv.hosts_before; ++i) kept += base + (i < extra ? 1 : 0);
+  EXPECT_EQ(mv.partitions_moved, l.w.partitions - kept);
   // A plan for another P cannot be the starting point.
   e = fp::read_previous_plan(fp::render_json(first), "p.json", l.nodes, 1024, prev);
   ASSERT_EQ(e.size(), 1U);

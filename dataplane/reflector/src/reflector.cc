@@ -383,6 +383,9 @@ class reflector final : public dataplane::component {
   void bulk(net::request_context& ctx, net::http_response& r);
   void poll(net::request_context& ctx, net::http_response& r, feed_format f);
   void preview(net::request_context& ctx, net::http_response& r);
+  // A create's or a preview's body: JSON with a query the matcher accepts. False (and `r`
+  // holds the 400) otherwise.
+  bool read_query_spec(net::request_context& ctx, net::http_response& r, sub_spec& spec);
 
   // ---- on the owner shard ----
   rendered_ptr feed_of(const feed_token& t, feed_format f);
@@ -1553,17 +1556,15 @@ void reflector::backfill(const std::vector<std::pair<std::string, uint64_t>>& su
   }
 }
 
-void reflector::preview(net::request_context& ctx, net::http_response& r) {
-  if (!ready(r)) return;
-  sub_spec spec;
+bool reflector::read_query_spec(net::request_context& ctx, net::http_response& r, sub_spec& spec) {
   spec_error err;
   if (!parse_spec(json_, ctx.padded_body(), false, spec, err)) {
     net::set_json_error(r, 400, err.code, err.message);
-    return;
+    return false;
   }
   if (!spec.query) {
     net::set_json_error(r, 400, "bad_value", "\"query\" is required");
-    return;
+    return false;
   }
   matcher::parsed_query pq;
   if (auto e = parser_.parse(*spec.query, pq); !e.ok()) {
@@ -1574,8 +1575,15 @@ void reflector::preview(net::request_context& ctx, net::http_response& r) {
     r.status = 400;
     r.content_type = "application/json";
     r.set_body(spec_error_json(err));
-    return;
+    return false;
   }
+  return true;
+}
+
+void reflector::preview(net::request_context& ctx, net::http_response& r) {
+  if (!ready(r)) return;
+  sub_spec spec;
+  if (!read_query_spec(ctx, r, spec)) return;
   const search_query q{*spec.query,
                        spec.k.value_or(s_.cfg->reflector.k > max_k ? max_k : s_.cfg->reflector.k),
                        0, UINT64_MAX};
@@ -1888,26 +1896,7 @@ void reflector::create_here(const call_ptr& c, std::vector<new_sub> subs, bool b
 void reflector::create_subscription(net::request_context& ctx, net::http_response& r) {
   if (!ready(r)) return;
   sub_spec spec;
-  spec_error err;
-  if (!parse_spec(json_, ctx.padded_body(), false, spec, err)) {
-    net::set_json_error(r, 400, err.code, err.message);
-    return;
-  }
-  if (!spec.query) {
-    net::set_json_error(r, 400, "bad_value", "\"query\" is required");
-    return;
-  }
-  matcher::parsed_query pq;
-  if (auto e = parser_.parse(*spec.query, pq); !e.ok()) {
-    err.code = "invalid_query";
-    err.message = e.message;
-    err.reason = matcher::errc_name(e.code);
-    err.column = e.column;
-    r.status = 400;
-    r.content_type = "application/json";
-    r.set_body(spec_error_json(err));
-    return;
-  }
+  if (!read_query_spec(ctx, r, spec)) return;
   new_sub n;
   n.query = *spec.query;
   n.title = spec.title.value_or("");

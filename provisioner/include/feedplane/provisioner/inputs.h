@@ -32,6 +32,9 @@ struct workload {
   double crawl_interval_s = 900;
   double not_modified_share = 0;  // share of fetches that bring no body (304, unchanged)
   double https_share = 0;         // share of fetches over TLS
+  // Of those, the share that opens a new connection with a full handshake: fetches of a
+  // host minutes apart find no pooled connection, and the client resumes no sessions yet.
+  double tls_handshake_share = 1;
   double feed_bytes = 7606;
   double entries_per_feed = 10;
   double articles_per_s_per_million_feeds = 48.5;
