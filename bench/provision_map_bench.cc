@@ -6,15 +6,13 @@
 //
 //   provision_map_bench [GROUPS CRAWLERS FEEDS RUNS]   (default 100000 100 1000000 5)
 #include <fmt/format.h>
-#include <lemon/network_simplex.h>
-#include <lemon/smart_graph.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <string>
 #include <vector>
 
+#include "../tests/lemon_oracle.h"
 #include "feedplane/provisioner/map.h"
 
 namespace fp = feedplane::provisioner;
@@ -23,39 +21,6 @@ namespace {
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-// The peer: every arc, LEMON's default pivot rule (block search).
-int64_t lemon_dense(const fp::latency_matrix& m, uint64_t capacity) {
-  using graph = lemon::SmartDigraph;
-  graph net;
-  net.reserveNode(int(m.groups.size() + m.crawlers + 1));
-  net.reserveArc(int(m.groups.size() * m.crawlers + m.crawlers));
-  std::vector<graph::Node> gn, cn;
-  for (size_t g = 0; g < m.groups.size(); ++g) gn.push_back(net.addNode());
-  for (uint32_t c = 0; c < m.crawlers; ++c) cn.push_back(net.addNode());
-  const graph::Node sink = net.addNode();
-  graph::ArcMap<int64_t> cost(net), cap(net);
-  graph::NodeMap<int64_t> supply(net, 0);
-  for (size_t g = 0; g < m.groups.size(); ++g) {
-    supply[gn[g]] = int64_t(m.feeds[g]);
-    for (uint32_t c = 0; c < m.crawlers; ++c) {
-      const graph::Arc a = net.addArc(gn[g], cn[c]);
-      cost[a] = m.at(g, c);
-      cap[a] = int64_t(m.feeds[g]);
-    }
-  }
-  for (uint32_t c = 0; c < m.crawlers; ++c) {
-    const graph::Arc a = net.addArc(cn[c], sink);
-    cost[a] = 0;
-    cap[a] = int64_t(capacity);
-  }
-  supply[sink] = -int64_t(m.total_feeds);
-  using simplex = lemon::NetworkSimplex<graph, int64_t, int64_t>;
-  simplex ns(net);
-  ns.upperMap(cap).costMap(cost).supplyMap(supply);
-  if (ns.run() != simplex::OPTIMAL) return -1;
-  return ns.totalCost();
 }
 
 double median(std::vector<double> v) {
@@ -89,7 +54,7 @@ int main(int argc, char** argv) {
     const fp::mapping ours = fp::map_min_cost(m, capacity);
     ours_s.push_back(seconds_since(t0));
     t0 = std::chrono::steady_clock::now();
-    const int64_t peer = lemon_dense(m, capacity);
+    const int64_t peer = feedplane::test::lemon_dense_optimum(m, capacity);
     lemon_s.push_back(seconds_since(t0));
     if (!ours.feasible || ours.total_cost != peer || ours.total_cost > ff.total_cost) {
       fmt::print(stderr, "provision_map_bench: totals differ: ours {} ({}), LEMON {}\n",

@@ -3,8 +3,6 @@
 // capacities respected, at most C - 1 groups split; the CSV reader's errors; the latency
 // generator's shape.
 #include <gtest/gtest.h>
-#include <lemon/network_simplex.h>
-#include <lemon/smart_graph.h>
 
 #include <algorithm>
 #include <random>
@@ -12,6 +10,7 @@
 #include <vector>
 
 #include "feedplane/provisioner/map.h"
+#include "lemon_oracle.h"
 
 namespace fp = feedplane::provisioner;
 
@@ -23,35 +22,11 @@ std::string joined(const std::vector<fp::input_error>& errors) {
   return s;
 }
 
-// The dense optimum by a textbook solver: every group-to-crawler arc, capacity per crawler.
+// The dense optimum by a textbook solver (LEMON), asserting that it found one.
 int64_t dense_optimum(const fp::latency_matrix& m, uint64_t capacity) {
-  using graph = lemon::SmartDigraph;
-  graph net;
-  std::vector<graph::Node> gn, cn;
-  for (size_t g = 0; g < m.groups.size(); ++g) gn.push_back(net.addNode());
-  for (uint32_t c = 0; c < m.crawlers; ++c) cn.push_back(net.addNode());
-  const graph::Node sink = net.addNode();
-  graph::ArcMap<int64_t> cost(net), cap(net);
-  graph::NodeMap<int64_t> supply(net, 0);
-  for (size_t g = 0; g < m.groups.size(); ++g) {
-    supply[gn[g]] = static_cast<int64_t>(m.feeds[g]);
-    for (uint32_t c = 0; c < m.crawlers; ++c) {
-      const graph::Arc a = net.addArc(gn[g], cn[c]);
-      cost[a] = m.at(g, c);
-      cap[a] = static_cast<int64_t>(m.feeds[g]);
-    }
-  }
-  for (uint32_t c = 0; c < m.crawlers; ++c) {
-    const graph::Arc a = net.addArc(cn[c], sink);
-    cost[a] = 0;
-    cap[a] = static_cast<int64_t>(capacity);
-  }
-  supply[sink] = -static_cast<int64_t>(m.total_feeds);
-  lemon::NetworkSimplex<graph, int64_t, int64_t> ns(net);
-  ns.upperMap(cap).costMap(cost).supplyMap(supply);
-  using simplex = lemon::NetworkSimplex<graph, int64_t, int64_t>;
-  EXPECT_EQ(ns.run(), simplex::OPTIMAL);
-  return ns.totalCost();
+  const int64_t v = feedplane::test::lemon_dense_optimum(m, capacity);
+  EXPECT_GE(v, 0) << "LEMON found no optimum";
+  return v;
 }
 
 void expect_valid(const fp::latency_matrix& m, const fp::mapping& r, uint64_t capacity) {

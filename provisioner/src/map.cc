@@ -283,70 +283,71 @@ mapping map_min_cost(const latency_matrix& m, uint64_t capacity) {
   mapping r;
   if (!check_capacity(m, capacity, r)) return r;
   const size_t groups = m.groups.size();
-  const uint32_t C = m.crawlers;
-  // Successive shortest paths on the crawlers alone (C nodes, not groups x C arcs): every
+  const uint32_t nc = m.crawlers;  // crawlers
+  // Successive shortest paths on the crawlers alone (nc nodes, not groups x nc arcs): every
   // group starts on its nearest crawler, which is optimal without capacities; then each
   // crawler over capacity pushes feeds along the cheapest path of moves to a crawler with
   // room. A move i -> j shifts feeds of one group from i to j at c(g, j) - c(g, i); the
   // edge i -> j is the cheapest such move over the groups on i, kept in a lazy heap per
   // (i, j). Dijkstra on reduced costs (key + pi(i) - pi(j) >= 0, the potentials' invariant)
-  // is O(C^2) per path, so the time goes with the number of paths, not with groups x C.
+  // is O(nc^2) per path, so the time goes with the number of paths, not with groups x nc.
   std::vector<std::vector<std::pair<uint32_t, uint64_t>>> placed(groups);
-  std::vector<uint64_t> load(C, 0);
-  std::vector<move_heap> heap(static_cast<size_t>(C) * C);
+  std::vector<uint64_t> load(nc, 0);
+  std::vector<move_heap> heap(static_cast<size_t>(nc) * nc);
   for (size_t g = 0; g < groups; ++g) {
-    const int32_t* row = &m.rtt[g * C];
-    const auto i = static_cast<uint32_t>(std::min_element(row, row + C) - row);
+    const int32_t* row = &m.rtt[g * nc];
+    const auto i = static_cast<uint32_t>(std::min_element(row, row + nc) - row);
     placed[g].emplace_back(i, m.feeds[g]);
     load[i] += m.feeds[g];
-    for (uint32_t j = 0; j < C; ++j)
-      if (j != i) heap[size_t{i} * C + j].v.emplace_back(row[j] - row[i], static_cast<uint32_t>(g));
+    for (uint32_t j = 0; j < nc; ++j)
+      if (j != i)
+        heap[size_t{i} * nc + j].v.emplace_back(row[j] - row[i], static_cast<uint32_t>(g));
   }
   for (auto& h : heap) std::make_heap(h.v.begin(), h.v.end(), std::greater<>());
   constexpr int64_t inf = std::numeric_limits<int64_t>::max() / 4;
   // The cheapest live move per (i, j): its key and group, or inf.
-  std::vector<int64_t> w(static_cast<size_t>(C) * C, inf);
-  std::vector<uint32_t> wg(static_cast<size_t>(C) * C, 0);
+  std::vector<int64_t> w(static_cast<size_t>(nc) * nc, inf);
+  std::vector<uint32_t> wg(static_cast<size_t>(nc) * nc, 0);
   const auto holds = [&](uint32_t g, uint32_t c) {
     for (const auto& [pc, n] : placed[g])
       if (pc == c) return n > 0;
     return false;
   };
   const auto refresh = [&](uint32_t i, uint32_t j) {
-    auto& h = heap[size_t{i} * C + j].v;
+    auto& h = heap[size_t{i} * nc + j].v;
     while (!h.empty() && !holds(h.front().second, i)) {
       std::pop_heap(h.begin(), h.end(), std::greater<>());
       h.pop_back();
     }
-    w[size_t{i} * C + j] = h.empty() ? inf : h.front().first;
-    wg[size_t{i} * C + j] = h.empty() ? 0 : h.front().second;
+    w[size_t{i} * nc + j] = h.empty() ? inf : h.front().first;
+    wg[size_t{i} * nc + j] = h.empty() ? 0 : h.front().second;
   };
-  for (uint32_t i = 0; i < C; ++i)
-    for (uint32_t j = 0; j < C; ++j)
+  for (uint32_t i = 0; i < nc; ++i)
+    for (uint32_t j = 0; j < nc; ++j)
       if (i != j) refresh(i, j);
   // Potentials of the crawlers and of the sink: a crawler with room keeps pi = pi(sink).
-  std::vector<int64_t> pi(C, 0), d(C);
+  std::vector<int64_t> pi(nc, 0), d(nc);
   int64_t pi_sink = 0;
-  std::vector<uint32_t> prev(C);
-  std::vector<uint8_t> done(C);
-  for (uint32_t s = 0; s < C; ++s) {
+  std::vector<uint32_t> prev(nc);
+  std::vector<uint8_t> done(nc);
+  for (uint32_t s = 0; s < nc; ++s) {
     while (load[s] > capacity) {
       std::fill(d.begin(), d.end(), inf);
       std::fill(done.begin(), done.end(), 0);
       d[s] = 0;
-      uint32_t t = C;
+      uint32_t t = nc;
       for (;;) {
-        uint32_t u = C;
-        for (uint32_t v = 0; v < C; ++v)
-          if (done[v] == 0 && d[v] < inf && (u == C || d[v] < d[u])) u = v;
-        if (u == C) break;
+        uint32_t u = nc;
+        for (uint32_t v = 0; v < nc; ++v)
+          if (done[v] == 0 && d[v] < inf && (u == nc || d[v] < d[u])) u = v;
+        if (u == nc) break;
         done[u] = 1;
         if (load[u] < capacity) {
           t = u;
           break;
         }
-        for (uint32_t v = 0; v < C; ++v) {
-          const int64_t wu = w[size_t{u} * C + v];
+        for (uint32_t v = 0; v < nc; ++v) {
+          const int64_t wu = w[size_t{u} * nc + v];
           if (done[v] != 0 || wu >= inf) continue;
           const int64_t nd = d[u] + wu + pi[u] - pi[v];
           if (nd < d[v]) {
@@ -355,42 +356,42 @@ mapping map_min_cost(const latency_matrix& m, uint64_t capacity) {
           }
         }
       }
-      if (t == C) {  // cannot happen while capacity x crawlers covers the feeds
+      if (t == nc) {  // cannot happen while capacity x crawlers covers the feeds
         r.reason = "no crawler with room is reachable";
         return r;
       }
       const int64_t dt = d[t];
-      for (uint32_t v = 0; v < C; ++v) pi[v] += done[v] != 0 ? d[v] : dt;
+      for (uint32_t v = 0; v < nc; ++v) pi[v] += done[v] != 0 ? d[v] : dt;
       pi_sink += dt;
       // How much the path carries: the excess, the room, and each move's group share.
       uint64_t amount = std::min(load[s] - capacity, capacity - load[t]);
       for (uint32_t v = t; v != s; v = prev[v]) {
-        const uint32_t u = prev[v], g = wg[size_t{u} * C + v];
+        const uint32_t u = prev[v], g = wg[size_t{u} * nc + v];
         amount = std::min(amount, share(placed[g], u));
       }
       for (uint32_t v = t; v != s; v = prev[v]) {
-        const uint32_t u = prev[v], g = wg[size_t{u} * C + v];
+        const uint32_t u = prev[v], g = wg[size_t{u} * nc + v];
         uint64_t& to = share(placed[g], v);  // first: it may grow the vector
         const bool arrived = to == 0;
         to += amount;
         uint64_t& from = share(placed[g], u);
         from -= amount;
         if (arrived) {  // g's moves out of v are new edges
-          const int32_t* row = &m.rtt[size_t{g} * C];
-          for (uint32_t k = 0; k < C; ++k) {
+          const int32_t* row = &m.rtt[size_t{g} * nc];
+          for (uint32_t k = 0; k < nc; ++k) {
             if (k == v) continue;
             const int32_t key = row[k] - row[v];
-            heap[size_t{v} * C + k].push(key, g);
-            if (key < w[size_t{v} * C + k]) {
-              w[size_t{v} * C + k] = key;
-              wg[size_t{v} * C + k] = g;
+            heap[size_t{v} * nc + k].push(key, g);
+            if (key < w[size_t{v} * nc + k]) {
+              w[size_t{v} * nc + k] = key;
+              wg[size_t{v} * nc + k] = g;
             }
           }
         }
         if (from == 0) {
           std::erase_if(placed[g], [](const auto& x) { return x.second == 0; });
-          for (uint32_t k = 0; k < C; ++k)
-            if (k != u && wg[size_t{u} * C + k] == g) refresh(u, k);
+          for (uint32_t k = 0; k < nc; ++k)
+            if (k != u && wg[size_t{u} * nc + k] == g) refresh(u, k);
         }
       }
       load[s] -= amount;
@@ -401,7 +402,7 @@ mapping map_min_cost(const latency_matrix& m, uint64_t capacity) {
   // Optimality over every arc, group by group: with crawler prices p = pi(sink) - pi >= 0,
   // zero where a crawler has room, every crawler a group uses is one of its cheapest by
   // RTT + price (complementary slackness of the transportation LP).
-  for (uint32_t c = 0; c < C; ++c) {
+  for (uint32_t c = 0; c < nc; ++c) {
     const int64_t price = pi_sink - pi[c];
     if (price < 0 || (load[c] < capacity && price != 0)) {
       r.reason = fmt::format("internal: the prices fail optimality at crawler {}", c + 1);
@@ -410,7 +411,7 @@ mapping map_min_cost(const latency_matrix& m, uint64_t capacity) {
   }
   for (size_t g = 0; g < groups; ++g) {
     int64_t best = inf;
-    for (uint32_t c = 0; c < C; ++c) best = std::min(best, m.at(g, c) + pi_sink - pi[c]);
+    for (uint32_t c = 0; c < nc; ++c) best = std::min(best, m.at(g, c) + pi_sink - pi[c]);
     for (const auto& [c, n] : placed[g]) {
       if (m.at(g, c) + pi_sink - pi[c] != best) {
         r.reason = fmt::format("internal: group {} is not on a cheapest crawler", m.groups[g]);
@@ -418,7 +419,7 @@ mapping map_min_cost(const latency_matrix& m, uint64_t capacity) {
       }
     }
   }
-  r.cycles = cancel_split_cycles(placed, C);
+  r.cycles = cancel_split_cycles(placed, nc);
   r.placed = std::move(placed);
   for (auto& p : r.placed) std::sort(p.begin(), p.end());
   r.feasible = true;
