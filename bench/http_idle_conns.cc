@@ -24,18 +24,14 @@
 #include <thread>
 #include <vector>
 
+#include "proc_stats.h"
+
 namespace {
 
 long rss_kb(const std::vector<int>& pids) {
-  long total = 0;
-  for (int pid : pids) {
-    std::ifstream f("/proc/" + std::to_string(pid) + "/status");
-    std::string line;
-    while (std::getline(f, line)) {
-      if (line.rfind("VmRSS:", 0) == 0) total += std::atol(line.c_str() + 6);
-    }
-  }
-  return total;
+  double total = 0;
+  for (int pid : pids) total += feedplane::bench::rss_bytes(pid);
+  return static_cast<long>(total / 1024);
 }
 
 // Kernel memory charged to TCP sockets, in pages ("TCP: ... mem N" in /proc/net/sockstat).

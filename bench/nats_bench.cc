@@ -62,6 +62,7 @@
 #include <vector>
 
 #include "../tests/nginx_fixture.h"  // free_port
+#include "proc_stats.h"
 
 namespace fs = std::filesystem;
 using feedplane::test::free_port;
@@ -97,24 +98,9 @@ struct proc_sample {
 
 // Reads /proc/PID/stat and /proc/PID/status; false if the process is gone.
 bool sample_proc(pid_t pid, proc_sample* out) {
-  std::ifstream st("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(st, line)) return false;
-  // Fields after the command name, which is in parentheses and may hold spaces: state is
-  // field 3, utime 14, stime 15.
-  auto close = line.rfind(')');
-  if (close == std::string::npos) return false;
-  std::istringstream rest(line.substr(close + 2));
-  std::string field;
-  unsigned long long utime = 0, stime = 0;
-  for (int i = 3; i <= 15 && rest >> field; ++i) {
-    if (i == 14) utime = std::stoull(field);
-    if (i == 15) stime = std::stoull(field);
-  }
-  out->cpu_s = static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  while (std::getline(status, line))
-    if (line.rfind("VmRSS:", 0) == 0) out->rss = std::stoull(line.substr(6)) * 1024;
+  if (!feedplane::bench::read_stat("/proc/" + std::to_string(pid) + "/stat", nullptr, &out->cpu_s))
+    return false;
+  out->rss = static_cast<uint64_t>(feedplane::bench::rss_bytes(pid));
   return true;
 }
 

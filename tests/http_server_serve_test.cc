@@ -96,8 +96,9 @@ int stop(served& s) {
 class serve_test : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (binary().empty()) GTEST_SKIP() << "FEEDPLANE_BINARY not set";
-    if (sh("command -v curl").empty()) GTEST_SKIP() << "curl not installed";
+    // scripts/setup installs curl; ctest sets FEEDPLANE_BINARY (tests/CMakeLists.txt).
+    ASSERT_FALSE(binary().empty()) << "FEEDPLANE_BINARY not set";
+    ASSERT_FALSE(sh("command -v curl").empty()) << "curl not installed: run scripts/setup";
     dir_ = fs::temp_directory_path() / ("fp-serve-" + std::to_string(getpid()));
     fs::create_directories(dir_ / "data" / "public");
     std::ofstream f(dir_ / "data" / "public" / "feed.xml", std::ios::binary);

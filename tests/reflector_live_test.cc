@@ -110,6 +110,8 @@ class live_server {
   inbox& box() { return box_; }
   // Hands articles to shard 0 and waits for their durable write; returns the first seq.
   uint64_t write(std::vector<rt::article_ref> as) {
+    // Acquire pairs with on_durable's release fetch_add: after it, last_first_seq is the
+    // value that write stored.
     const uint32_t before = box_.acked.load(std::memory_order_acquire);
     {
       std::lock_guard<std::mutex> g(box_.mu);

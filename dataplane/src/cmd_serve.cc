@@ -672,6 +672,8 @@ int run_serve(const serve_flags& f) {
   bool failed = false;
   for (auto& s : shards) {
     int st;
+    // Acquire pairs with run_shard's release store of the state: s->error, written before
+    // it, is visible here once the state is non-zero.
     while ((st = s->state.load(std::memory_order_acquire)) == 0) std::this_thread::yield();
     if (st < 0) {
       fmt::print(stderr, "feedplane: {}\n", s->error);

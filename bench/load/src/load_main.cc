@@ -32,6 +32,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "../../proc_stats.h"
 #include "feedplane/base/json.h"
 #include "feedplane/load/delivery.h"
 #include "feedplane/workload/workload.h"
@@ -305,42 +306,23 @@ void plot_xy(const std::string& dir, const std::string& name, const std::string&
   if (std::system(cmd.c_str()) != 0) fmt::print(stderr, "load: gnuplot failed for {}\n", name);
 }
 
-// Resident memory of a process (VmRSS), bytes; 0 when unreadable.
-double rss_bytes(pid_t pid) {
-  std::ifstream in(fmt::format("/proc/{}/status", pid));
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::strtod(line.c_str() + 6, nullptr) * 1024;
-  }
-  return 0;
-}
-
 // CPU seconds (user + system) per thread name of a process, from /proc/PID/task/*/stat;
 // threads of one name (shard-0, shard-1, ...) are summed under their name without digits.
 std::map<std::string, double> thread_cpu(pid_t pid) {
   std::map<std::string, double> out;
-  const double tick = double(sysconf(_SC_CLK_TCK));
   DIR* d = opendir(fmt::format("/proc/{}/task", pid).c_str());
   if (d == nullptr) return out;
   while (dirent* e = readdir(d)) {
     if (e->d_name[0] == '.') continue;
-    std::ifstream in(fmt::format("/proc/{}/task/{}/stat", pid, e->d_name));
-    std::string stat;
-    std::getline(in, stat);
-    const size_t open = stat.find('('), close = stat.rfind(')');
-    if (open == std::string::npos || close == std::string::npos) continue;
-    std::string name = stat.substr(open + 1, close - open - 1);
+    std::string name;
+    double cpu = 0;
+    if (!feedplane::bench::read_stat(fmt::format("/proc/{}/task/{}/stat", pid, e->d_name), &name,
+                                     &cpu))
+      continue;
     while (!name.empty() && (std::isdigit(static_cast<unsigned char>(name.back())) != 0 ||
                              name.back() == '-' || name.back() == '_'))
       name.pop_back();
-    std::istringstream rest(stat.substr(close + 2));
-    std::string field;
-    double utime = 0, stime = 0;
-    for (int i = 3; i <= 15 && rest >> field; ++i) {  // fields 14 and 15: utime, stime
-      if (i == 14) utime = std::strtod(field.c_str(), nullptr);
-      if (i == 15) stime = std::strtod(field.c_str(), nullptr);
-    }
-    out[name.empty() ? "main" : name] += (utime + stime) / tick;
+    out[name.empty() ? "main" : name] += cpu;
   }
   closedir(d);
   return out;
@@ -553,7 +535,8 @@ int run(const options& o) {
   fmt::print(stderr, "load: imported {} feeds in {:.2f} s\n", outlines.size(), import_s);
   // Memory against subscriptions (Figure 7): feedplane's resident memory after each bulk
   // chunk, from the sources alone upwards.
-  std::vector<std::pair<double, double>> memory_mib{{0.0, rss_bytes(fp.pid) / 1048576.0}};
+  std::vector<std::pair<double, double>> memory_mib{
+      {0.0, feedplane::bench::rss_bytes(fp.pid) / 1048576.0}};
 
   // Subscriptions with Cobra's workload, through the bulk API.
   const auto& vocab = feedplane::workload::vocabulary::english();
@@ -609,7 +592,7 @@ int run(const options& o) {
       ++i;
     }
     progress("subscribe", double(first + n), double(o.subscriptions), "");
-    memory_mib.emplace_back(double(first + n), rss_bytes(fp.pid) / 1048576.0);
+    memory_mib.emplace_back(double(first + n), feedplane::bench::rss_bytes(fp.pid) / 1048576.0);
   }
   const double subscribe_s = std::chrono::duration<double>(clock_type::now() - t0).count();
   fmt::print(stderr, "\nload: {} subscriptions in {:.2f} s ({:.0f}/s)\n", subs.size(), subscribe_s,
@@ -719,7 +702,7 @@ int run(const options& o) {
   h.request("GET", farm_base + "/_farm/stats", "", "", "", farm_end);
   const auto cpu_end = thread_cpu(fp.pid);
   const auto farm_cpu_end = thread_cpu(farm.pid);
-  const double rss_end = rss_bytes(fp.pid);
+  const double rss_end = feedplane::bench::rss_bytes(fp.pid);
 
   // Quiesce: no new article sequenced for `quiet` seconds, after at least one crawl ceiling.
   fmt::print(stderr, "\nload: publishing stopped; waiting for the pipeline to go quiet\n");

@@ -350,6 +350,9 @@ void store::impl::stream_startup() {
     if (!push(*ports[i].events, i, std::move(ev))) return;
     publish_port(i);
   }
+  // Release: every start-up record pushed above happens-before any thread that sees
+  // `streamed` true with an acquire load (diagnostics, tests). Shards do not read it: they
+  // learn it from the `streamed` event on their own ring, ordered behind the records.
   stats->streamed.store(true, std::memory_order_release);
 }
 
@@ -599,6 +602,8 @@ std::vector<store_port> ports_from_mesh(runtime::mesh& m) {
     ports[i].consumer = &m.shard_sleeper(i);
     // Any thread: the eventfd path (the store thread has no io_uring of its own).
     ports[i].wake = [](void* slot) {
+      // Acquire pairs with the shard's release store of its loop into the slot when the loop
+      // starts, so the loop it sees is fully built; null before then (nothing to wake).
       if (net::loop* l =
               static_cast<std::atomic<net::loop*>*>(slot)->load(std::memory_order_acquire)) {
         l->wake_from_any_thread();
