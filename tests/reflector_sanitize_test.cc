@@ -130,6 +130,50 @@ TEST(reflector_sanitize, marks_words_in_text_only) {
             "rel=\"nofollow noopener noreferrer\"><mark>RUST</mark></a></p>");
 }
 
+// The reflector sanitizes an article once and marks each subscription's words on the
+// sanitized HTML: entities, tag names and attribute values are never words, the text is.
+TEST(reflector_sanitize, marks_sanitized_html_once_parsed) {
+  const auto mark = [](std::string_view html, const std::vector<std::string>& words) {
+    std::string once, out;
+    rf::sanitize_html(html, once);
+    rf::mark_sanitized(once, words, out);
+    return out;
+  };
+  EXPECT_EQ(mark("AT&amp;T &lt;amp&gt; &quot;quot&quot; lt", {"amp", "quot", "lt", "t"}),
+            "AT&amp;<mark>T</mark> &lt;<mark>amp</mark>&gt; &quot;<mark>quot</mark>&quot; "
+            "<mark>lt</mark>");
+  EXPECT_EQ(mark("<p title=\"rust\">x</p><a href=\"https://rust.example/\" title=\"rust a\">"
+                 "rust</a><img src=\"https://e.example/rust.png\" alt=\"rust\">",
+                 {"rust", "a", "p", "img", "href"}),
+            "<p>x</p><a href=\"https://rust.example/\" title=\"rust a\" "
+            "rel=\"nofollow noopener noreferrer\"><mark>rust</mark></a>"
+            "<img src=\"https://e.example/rust.png\" alt=\"rust\" />");
+  EXPECT_EQ(mark("Stra\xc3\x9f"
+                 "e <b>Rust</b>-lang",
+                 {"strasse", "rust"}),
+            "<mark>Stra\xc3\x9f"
+            "e</mark> <b><mark>Rust</mark></b>-lang");
+  // Nothing to mark: the sanitized bytes as they are.
+  EXPECT_EQ(mark("<p>a &amp; b</p>", {}), "<p>a &amp; b</p>");
+  // On hostile input too, marking only adds <mark> around text and keeps the output
+  // sanitized (every element and attribute allowlisted, every URL allowed).
+  for (std::string_view h :
+       {"<p>Rust <a href=\"https://rust.example/rust\">RUST</a></p>",
+        "rust<svg><p>rust<style><img src=x onerror=alert(rust)>",
+        "<a title=\"&quot;><img src=x onerror=alert(1)>\">rust</a>",
+        "<pre>\nrust\n</pre>&#x26;rust&#59; rust&", "<p>rust<script>rust</script> rust</p>"}) {
+    const std::string marked = mark(h, {"rust", "alert", "quot"});
+    EXPECT_NE(marked.find("<mark>"), std::string::npos) << h;
+    EXPECT_EQ(violation(marked), "") << marked;
+    std::string unmarked = marked;
+    for (std::string_view tag : {"<mark>", "</mark>"}) {
+      for (size_t at; (at = unmarked.find(tag)) != std::string::npos;)
+        unmarked.erase(at, tag.size());
+    }
+    EXPECT_EQ(unmarked, clean(h)) << h;
+  }
+}
+
 TEST(reflector_sanitize, script_and_raw_text_elements) {
   EXPECT_EQ(clean("a<script>alert(1)</script>b"), "ab");
   EXPECT_EQ(clean("<SCRIPT SRC=//evil.example/x.js></SCRIPT>ok"), "ok");

@@ -74,7 +74,10 @@ using rendered_ptr = std::shared_ptr<const rendered>;
 
 struct cached_article {
   std::string title, link, guid, source_url, summary;
-  std::string summary_html;  // as the source gave it: sanitized when a feed is rendered
+  // As the source gave it until a feed first renders the article, then sanitized (once per
+  // article and shard, not per render: the HTML5 parse dominated rendering), unmarked.
+  std::string summary_html;
+  bool html_sanitized = false;
   int64_t published = 0;
   // The article's distinct word hashes (matcher::word_hash), sorted: the matched words of
   // a subscription are its positive words found here, whether the match was in the title,
@@ -451,7 +454,7 @@ class reflector final : public dataplane::component {
   // then runs done.
   void backfill(const std::vector<std::pair<std::string, uint64_t>>& subs,
                 std::function<void(reflector&)> done);
-  const cached_article* article(uint64_t seq);
+  cached_article* article(uint64_t seq);
   void remember(const rt::article& a);
   // What matching reads of a: its words and its source's tokens (the host of its feed URL
   // and its source id: matcher/source.h), which `source:` terms match. The tokens are made
@@ -1350,7 +1353,7 @@ void reflector::remember(const rt::article& a) {
   m_.cache_bytes->set(int64_t(cache_bytes_));
 }
 
-const cached_article* reflector::article(uint64_t seq) {
+cached_article* reflector::article(uint64_t seq) {
   if (auto it = cache_.find(seq); it != cache_.end()) return &it->second;
   m_.cache_misses->add();
   // A synchronous RocksDB read on the shard thread: rare (the cache holds recent matches)
@@ -1641,8 +1644,17 @@ rendered_ptr reflector::render(subscription& s, feed_format f) {
   std::vector<feed_item> items;
   items.reserve(seqs.size());
   for (size_t i = seqs.size(); i-- > 0;) {  // newest first
-    const cached_article* a = article(seqs[i]);
+    cached_article* a = article(seqs[i]);
     if (a == nullptr) continue;
+    if (!a->html_sanitized) {
+      std::string clean;
+      if (!a->summary_html.empty()) sanitize_html(a->summary_html, clean);
+      cache_bytes_ -= a->bytes();
+      a->summary_html = std::move(clean);
+      a->summary_html.shrink_to_fit();
+      a->html_sanitized = true;
+      cache_bytes_ += a->bytes();
+    }
     feed_item it;
     it.seq = seqs[i];
     it.title = a->title;
@@ -1652,8 +1664,8 @@ rendered_ptr reflector::render(subscription& s, feed_format f) {
     it.summary = a->summary;
     it.published = a->published;
     it.matched = a->matched(s.words);
-    // Once per change of the list, not per poll; the cache keeps the source's HTML.
-    if (!a->summary_html.empty()) sanitize_html(a->summary_html, it.matched, it.summary_html);
+    // Once per change of the list, not per poll; the parse was once per article (above).
+    if (!a->summary_html.empty()) mark_sanitized(a->summary_html, it.matched, it.summary_html);
     items.push_back(std::move(it));
   }
   auto out = std::make_shared<rendered>();

@@ -327,13 +327,28 @@ void append_escaped(std::string_view s, std::string& out) {
   out.append(s.data() + run, s.size() - run);
 }
 
-void append_marked(std::string_view text, const std::vector<std::string>& words, std::string& out) {
+namespace {
+// Marks the word runs of text; `escaped`: text is already escaped HTML (its entities are
+// copied whole and never read as words), else it is plain text and is escaped here.
+template <bool escaped>
+void mark_words(std::string_view text, const std::vector<std::string>& words, std::string& out) {
   matcher::token_buffer tb;
   size_t i = 0;
   while (i < text.size()) {
     size_t j = i;
-    while (j < text.size() && !is_word_byte(uint8_t(text[j]))) ++j;
-    append_escaped(text.substr(i, j - i), out);
+    while (j < text.size() && !is_word_byte(uint8_t(text[j]))) {
+      if (escaped && text[j] == '&') {
+        const size_t semi = text.find(';', j);
+        j = semi == std::string_view::npos ? text.size() : semi + 1;
+      } else {
+        ++j;
+      }
+    }
+    if (escaped) {
+      out += text.substr(i, j - i);
+    } else {
+      append_escaped(text.substr(i, j - i), out);
+    }
     i = j;
     while (j < text.size() && is_word_byte(uint8_t(text[j]))) ++j;
     if (j == i) break;
@@ -345,10 +360,24 @@ void append_marked(std::string_view text, const std::vector<std::string>& words,
       for (size_t w = 0; w < tb.size() && !hit; ++w) hit = contains(words, tb.word(w));
     }
     if (hit) out += "<mark>";
-    append_escaped(run, out);
+    if (escaped) {
+      out += run;  // word bytes need no escaping
+    } else {
+      append_escaped(run, out);
+    }
     if (hit) out += "</mark>";
     i = j;
   }
+}
+}  // namespace
+
+void append_marked(std::string_view text, const std::vector<std::string>& words, std::string& out) {
+  mark_words<false>(text, words, out);
+}
+
+void mark_escaped(std::string_view html_text, const std::vector<std::string>& words,
+                  std::string& out) {
+  mark_words<true>(html_text, words, out);
 }
 
 }  // namespace feedplane::reflector

@@ -214,6 +214,36 @@ bool open_tag(const GumboElement& el, std::string& out, std::string& scratch) {
 }  // namespace
 
 void sanitize_html(std::string_view html, const std::vector<std::string>& mark, std::string& out) {
+  if (mark.empty()) {
+    sanitize_html(html, out);
+    return;
+  }
+  std::string clean;
+  sanitize_html(html, clean);
+  mark_sanitized(clean, mark, out);
+}
+
+void mark_sanitized(std::string_view html, const std::vector<std::string>& words,
+                    std::string& out) {
+  if (words.empty()) {
+    out += html;
+    return;
+  }
+  size_t i = 0;
+  while (i < html.size()) {
+    // The text up to the next tag, marked; then the tag as it is.
+    const size_t lt = html.find('<', i);
+    const size_t text_end = lt == std::string_view::npos ? html.size() : lt;
+    mark_escaped(html.substr(i, text_end - i), words, out);
+    if (lt == std::string_view::npos) break;
+    const size_t gt = html.find('>', lt);
+    const size_t tag_end = gt == std::string_view::npos ? html.size() : gt + 1;
+    out += html.substr(lt, tag_end - lt);
+    i = tag_end;
+  }
+}
+
+void sanitize_html(std::string_view html, std::string& out) {
   if (html.size() > sanitize_max_input) html = html.substr(0, sanitize_max_input);
   GumboOptions opt = kGumboDefaultOptions;
   opt.fragment_context = GUMBO_TAG_DIV;
@@ -248,7 +278,7 @@ void sanitize_html(std::string_view html, const std::vector<std::string>& mark, 
       case GUMBO_NODE_TEXT:
       case GUMBO_NODE_WHITESPACE:
       case GUMBO_NODE_CDATA:
-        append_marked(n->v.text.text, mark, out);
+        append_escaped(n->v.text.text, out);
         break;
       case GUMBO_NODE_ELEMENT:
       case GUMBO_NODE_TEMPLATE: {

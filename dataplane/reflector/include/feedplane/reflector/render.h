@@ -62,5 +62,9 @@ void append_escaped(std::string_view text, std::string& out);
 // Appends text as escaped HTML with every word whose folded form is in `words` inside
 // <mark>...</mark>.
 void append_marked(std::string_view text, const std::vector<std::string>& words, std::string& out);
+// The same for text already escaped as HTML (append_escaped's output: every entity ends in
+// ';'): entities are copied whole, never read as words.
+void mark_escaped(std::string_view html_text, const std::vector<std::string>& words,
+                  std::string& out);
 
 }  // namespace feedplane::reflector

@@ -36,7 +36,19 @@ namespace feedplane::reflector {
 inline constexpr size_t sanitize_max_input = size_t{64} << 10;
 
 // Appends the sanitized form of the HTML fragment to out; words whose folded form is in
-// `mark` (folded words) are wrapped in <mark> in the text.
+// `mark` (folded words) are wrapped in <mark> in the text. The same as sanitize_html(html,
+// out) followed by mark_sanitized over its output.
 void sanitize_html(std::string_view html, const std::vector<std::string>& mark, std::string& out);
+// Appends the sanitized form of the HTML fragment to out, nothing marked: what the
+// reflector keeps once per article and marks per subscription.
+void sanitize_html(std::string_view html, std::string& out);
+
+// Appends sanitized HTML (this file's output, nothing else: its tags close at the first '>'
+// and its text is escaped, with every entity ending in ';') to out, with every word of its
+// text whose folded form is in `words` wrapped in <mark>, as append_marked marks plain text.
+// Tags and entities are copied as they are, so the result is still sanitized. Fast because
+// it is one pass over bytes with no parser: feeds mark each article once per subscription
+// that renders it, while the HTML5 parse runs once per article.
+void mark_sanitized(std::string_view html, const std::vector<std::string>& words, std::string& out);
 
 }  // namespace feedplane::reflector
