@@ -15,6 +15,7 @@ find_package(CLI11 REQUIRED)
 find_package(tomlplusplus REQUIRED)
 find_package(fmt REQUIRED)
 find_package(pugixml REQUIRED)
+find_package(absl REQUIRED)  # flat hash maps (absl::flat_hash_map) where node maps cost memory
 find_package(mimalloc QUIET)
 find_package(Threads REQUIRED)
 if(FEEDPLANE_TESTS)
