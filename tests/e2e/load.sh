@@ -3,7 +3,10 @@
 # the farm's feeds (OPML), loads subscriptions through the bulk API, runs while the farm
 # publishes and pollers poll, then checks delivery against the farm's truth log with the
 # reference matcher. Passes only when the driver exits 0 (no unexplained miss, no
-# duplicate, something expected) and its last line is the delivery line.
+# duplicate, something expected) and its last line is the delivery line. feedplane is
+# restarted once after the subscriptions are loaded (the run goes on with the restarted
+# instance, so what a restart loads is what the delivery check reads), and the report must
+# give the restart time.
 #   load.sh FEEDPLANE FEEDS SUBSCRIPTIONS SECONDS SPEED
 set -euo pipefail
 bin=$1 feeds=$2 subs=$3 secs=$4 speed=$5
@@ -11,7 +14,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 rc=0
 "$bin" load --feeds "$feeds" --subscriptions "$subs" --duration "$secs" --speed "$speed" \
-  --shards 2 --min-interval 2 --max-interval 10 --out "$tmp/out" >"$tmp/stdout" 2>"$tmp/stderr" || rc=$?
+  --shards 2 --min-interval 2 --max-interval 10 --restarts 1 --out "$tmp/out" \
+  >"$tmp/stdout" 2>"$tmp/stderr" || rc=$?
 cat "$tmp/out/report.md" 2>/dev/null || true
 if [ "$rc" -ne 0 ]; then
   echo "FAIL: feedplane load exited $rc" >&2
@@ -25,4 +29,6 @@ echo "$last"
   { echo "FAIL: last line is not a clean delivery line" >&2; exit 1; }
 [ "${BASH_REMATCH[1]}" -gt 0 ] && [ "${BASH_REMATCH[2]}" -gt 0 ] ||
   { echo "FAIL: nothing expected or nothing delivered" >&2; exit 1; }
+grep -q "^- restarts with $subs subscriptions" "$tmp/out/report.md" ||
+  { echo "FAIL: the report gives no restart time" >&2; exit 1; }
 echo "PASS"
