@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
-#include <pugixml.hpp>
 #include <algorithm>
+#include <pugixml.hpp>
 #include <random>
 #include <set>
 #include <string>
@@ -133,6 +133,7 @@ TEST(reflector_last_k, matches_a_model_list_under_any_order) {
   for (int round = 0; round < 200; ++round) {
     rf::last_k l;
     std::vector<uint64_t> model;
+    uint64_t highest = 0;  // the highest sequence the list took
     uint32_t k = 1 + uint32_t(rng() % 12);
     for (int step = 0; step < 300; ++step) {
       if (rng() % 40 == 0) {
@@ -150,9 +151,19 @@ TEST(reflector_last_k, matches_a_model_list_under_any_order) {
       } else if (auto it = std::find(model.begin(), model.end(), replaces);
                  replaces != 0 && it != model.end()) {
         *it = seq;
+        highest = std::max(highest, seq);
+      } else if (seq <= highest && model.size() == k) {
+        // Out of order into a full list: the newest k by sequence stay.
+        auto low = std::min_element(model.begin(), model.end());
+        if (seq < *low) {
+          changed = false;
+        } else {
+          *low = seq;
+        }
       } else {
         model.push_back(seq);
         if (model.size() > k) model.erase(model.begin());
+        highest = std::max(highest, seq);
       }
       ASSERT_EQ(l.insert(seq, replaces, k), changed) << round << " " << step;
       ASSERT_EQ(items(l), model) << round << " " << step;

@@ -182,6 +182,10 @@ const std::vector<option>& options() {
                   1u << 20, "per shard: MiB of article text kept to render feeds"),
       uint_option("reflector.max_subscriptions", &config::reflector, &R::max_subscriptions, 1, u32,
                   "subscriptions per account (the admin bulk route has no limit)"),
+      uint_option("reflector.snapshot_interval_s", &config::reflector, &R::snapshot_interval_s, 0,
+                  86'400,
+                  "seconds between snapshots of the match lists (a restart re-matches only "
+                  "the articles after its partition's last one); 0 = never"),
       string_option("api.admin_token", &config::api, &A::admin_token, nullptr,
                     "bearer token of the admin API (sources, bulk loads); empty = admin API "
                     "off; --admin-token and FEEDPLANE_ADMIN_TOKEN override it"),

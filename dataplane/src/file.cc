@@ -53,4 +53,42 @@ read_status read_file(const std::string& path, size_t cap, std::string& out, std
   return used > cap ? read_status::too_large : read_status::ok;
 }
 
+bool write_file_durably(const std::string& path, std::string_view bytes, std::string* why) {
+  const std::string tmp = path + ".tmp";
+  auto fail = [&](const char* step) {
+    *why = std::string(step) + " " + tmp + ": " + std::strerror(errno);
+    return false;
+  };
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return fail("cannot create");
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int e = errno;
+      ::close(fd);
+      errno = e;
+      return fail("cannot write");
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0) {
+    const int e = errno;
+    ::close(fd);
+    errno = e;
+    return fail("cannot fsync");
+  }
+  ::close(fd);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) return fail("cannot rename");
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
+  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) return fail("cannot open the directory of");
+  const int rc = ::fsync(dfd);
+  ::close(dfd);
+  if (rc != 0) return fail("cannot fsync the directory of");
+  return true;
+}
+
 }  // namespace feedplane::dataplane

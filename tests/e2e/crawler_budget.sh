@@ -63,6 +63,7 @@ TOML
 export FEEDPLANE_ADMIN_TOKEN=test-admin-token
 auth="Authorization: Bearer $FEEDPLANE_ADMIN_TOKEN"
 start() {
+  : >"$tmp/serve.log"  # now, not in the child: a grep before it truncates would read the last port
   "$bin" serve --config "$tmp/feedplane.toml" --listen 127.0.0.1:0 --data "$tmp/data" \
     --shards 1 --no-pin --resolve "busy.example:$nport:127.0.0.1" \
     --resolve "new.example:$nport:127.0.0.1" >"$tmp/serve.log" 2>&1 &

@@ -68,6 +68,7 @@ per_domain_rate = 0
 EOF
 export FEEDPLANE_ADMIN_TOKEN=test-admin-token
 auth="Authorization: Bearer $FEEDPLANE_ADMIN_TOKEN"
+: >"$tmp/serve.log"  # now, not in the child: a grep before it truncates would read the last port
 "$bin" serve --config "$tmp/feedplane.toml" --listen 127.0.0.1:0 --data "$tmp/data" --shards 1 \
   --no-pin --resolve-file "$tmp/pins" >"$tmp/serve.log" 2>&1 &
 pid=$!

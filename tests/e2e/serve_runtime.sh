@@ -16,6 +16,7 @@ trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; [ -f "$tmp/serve.log" ] && tail -20 "$tmp/serve.log" >&2; exit 1; }
 
 start() {
+  : >"$tmp/serve.log"  # now, not in the child: a grep before it truncates would read the last port
   "$bin" serve --listen 127.0.0.1:0 --data "$tmp/data" --shards "$1" --no-pin >"$tmp/serve.log" 2>&1 &
   pid=$!
   for _ in $(seq 100); do

@@ -10,16 +10,23 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <chrono>
+#include <condition_variable>
+#include <cstring>
 #include <ctime>
 #include <deque>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -27,6 +34,7 @@
 #include "feedplane/base/json.h"
 #include "feedplane/dataplane/auth.h"
 #include "feedplane/dataplane/config.h"
+#include "feedplane/dataplane/file.h"
 #include "feedplane/feed/text.h"
 #include "feedplane/matcher/index.h"
 #include "feedplane/matcher/query.h"
@@ -36,6 +44,7 @@
 #include "feedplane/reflector/last_k.h"
 #include "feedplane/reflector/render.h"
 #include "feedplane/reflector/sanitize.h"
+#include "feedplane/reflector/snapshot.h"
 #include "feedplane/reflector/token.h"
 #include "feedplane/runtime/article.h"
 #include "feedplane/runtime/shard.h"
@@ -107,6 +116,12 @@ struct subscription {
   int64_t created = 0;
   int64_t changed = 0;  // Last-Modified: wall-clock second of the last change
   bool live = false;    // durable and acknowledged (pending: matching, not listed)
+  // Start-up: its list came from its partition's snapshot, which holds every match up to
+  // the partition's applied sequence.
+  bool restored = false;
+  // Backfills in flight: until they land the list lacks older matches its first sequence
+  // promises, so no snapshot holds it (a restart re-matches it from that sequence).
+  uint8_t backfilling = 0;
   last_k list;
   // The feeds rendered since the last change, by format; allocated at the first poll (most
   // subscriptions are polled in one format, many not yet).
@@ -480,6 +495,12 @@ class reflector final : public dataplane::component {
   uint32_t shards_caught_up_ = 0;  // shards that said they caught up (this one included)
   void mark_caught_up() {
     caught_up_ = true;
+    // The replay of what the snapshots held is over: free its state, start writing ours.
+    replay_hi_ = 0;
+    restore_ = {};
+    replay_index_.reset();
+    replay_ids_ = {};
+    if (snap_interval_ms_ != 0) s_.rt->loop().arm(snap_timer_, snap_interval_ms_);
     for (uint32_t j = 0; j < s_.rt->count(); ++j) {
       auto t = std::make_unique<fn_task>();
       t->on_target = [](rt::shard& s) { ++of(s).shards_caught_up_; };
@@ -537,6 +558,47 @@ class reflector final : public dataplane::component {
   std::unordered_map<std::string, rt::counter*> api_counts_;  // by labels
   net::timer retry_;
 
+  // ---- list snapshots (snapshot.h; DESIGN.md 9) ----
+  // Each tick of the snapshot timer serializes a slice of this shard's changed partitions
+  // (so a round never stalls the loop) and hands the bytes to the shard's writer thread,
+  // which writes each file durably (fsync must not stall the loop either).
+  struct snapshot_writer {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::deque<std::pair<std::string, std::string>> queue;  // path, bytes
+    size_t pending = 0;                                     // queued or being written
+    bool stop = false;
+    std::thread thread;
+  };
+  void load_snapshots();
+  static void on_snapshot_timer(void* ctx);
+  void snapshot_slice(size_t budget);
+  void write_snapshot(uint32_t partition);
+  void stop_snapshots();  // the last round, whole, then the writer drains and ends
+  uint64_t list_identity(const subscription& s) const {
+    const uint64_t v[3] = {s.generation, s.from_seq, uint64_t(s.created)};
+    return XXH3_64bits(v, sizeof v);
+  }
+  std::string snap_dir_;
+  uint32_t snap_interval_ms_ = 0;
+  std::vector<uint8_t> dirty_;   // by partition: a list in it changed since its last file
+  std::vector<uint32_t> owned_;  // this shard's partitions
+  size_t snap_next_ = 0;         // the round's next index into owned_
+  bool snap_round_ = false;
+  net::timer snap_timer_;
+  std::unique_ptr<snapshot_writer> writer_;
+  std::string snap_bytes_;
+  std::vector<uint64_t> snap_seqs_;
+  // Start-up only (freed once caught up): each partition's restored sequence (0: no file),
+  // the highest of them, the restored lists by id hash, and an index of the subscriptions
+  // that need re-matching at or below replay_hi_ (local ids, replay_ids_ -> index id), so
+  // the replay of what the snapshots already hold matches only those.
+  std::vector<uint64_t> applied_;
+  uint64_t replay_hi_ = 0;
+  absl::flat_hash_map<uint64_t, list_snapshot_entry> restore_;
+  std::unique_ptr<matcher::index> replay_index_;
+  std::vector<uint32_t> replay_ids_;
+
   struct metrics {
     std::array<rt::counter*, feed_formats> polls{}, not_modified{};
     rt::counter* polls_remote = nullptr;
@@ -560,6 +622,9 @@ class reflector final : public dataplane::component {
     rt::histogram* list_size = nullptr;
     rt::histogram* match_us = nullptr;
     rt::counter* articles = nullptr;
+    rt::counter* snapshot_files = nullptr;
+    rt::counter* snapshot_bytes = nullptr;
+    rt::counter* restored_lists = nullptr;
   } m_;
 };
 
@@ -569,6 +634,7 @@ reflector::reflector(shard_services& s)
       cache_budget_bytes_(size_t{s.cfg->reflector.article_cache_mb} << 20),
       gz_(libdeflate_alloc_compressor(6)) {
   retry_.set(&reflector::on_retry, this);
+  snap_timer_.set(&reflector::on_snapshot_timer, this);
   rt::metrics_registry& reg = s.rt->metrics();
   for (size_t f = 0; f < feed_formats; ++f) {
     const std::string label = fmt::format("format=\"{}\"", format_name(feed_format(f)));
@@ -622,10 +688,19 @@ reflector::reflector(shard_services& s)
                                  "Articles matched (every shard counts each)");
   m_.list_size = &reg.add_histogram("feedplane_reflector_list_size",
                                     "Size of a list after each match appended to it");
+  m_.snapshot_files = &reg.add_counter("feedplane_reflector_snapshot_files_total",
+                                       "Partition list snapshots handed to the writer");
+  m_.snapshot_bytes = &reg.add_counter("feedplane_reflector_snapshot_bytes_total",
+                                       "Bytes of partition list snapshots handed to the writer");
+  m_.restored_lists = &reg.add_counter("feedplane_reflector_restored_lists_total",
+                                       "Lists restored from snapshots at start-up");
+  load_snapshots();
 }
 
 reflector::~reflector() {
   if (retry_.armed()) s_.rt->loop().disarm(retry_);
+  if (snap_timer_.armed()) s_.rt->loop().disarm(snap_timer_);
+  stop_snapshots();
   libdeflate_free_compressor(gz_);
 }
 
@@ -1106,8 +1181,28 @@ subscription* reflector::install(std::unique_ptr<subscription> s, uint32_t slot,
   by_id_.emplace(s->id, idx);
   by_account_[s->account].push_back(idx);
   subs_[idx] = std::move(s);
+  subscription* in = subs_[idx].get();
+  dirty_[in->partition] = 1;
+  if (replay_hi_ != 0) {
+    // Start-up with snapshots: take the list the snapshot holds when it is this list's,
+    // and have the replay below replay_hi_ match it only if the snapshot cannot cover it.
+    bool covered = false;
+    if (auto it = restore_.find(snapshot_id_hash(in->id));
+        it != restore_.end() && it->second.identity == list_identity(*in)) {
+      for (uint64_t seq : it->second.seqs) in->list.insert(seq, 0, in->k);
+      list_entries_ += in->list.size();
+      in->restored = true;
+      m_.restored_lists->add();
+      covered = applied_[in->partition] >= replay_hi_;
+      restore_.erase(it);
+    }
+    if (!covered && in->from_seq < replay_hi_) {
+      replay_index_->add(uint32_t(replay_ids_.size()), pq);
+      replay_ids_.push_back(idx);
+    }
+  }
   update_gauges();
-  return subs_[idx].get();
+  return in;
 }
 
 void reflector::uninstall(const std::string& sid) {
@@ -1116,6 +1211,7 @@ void reflector::uninstall(const std::string& sid) {
   const uint32_t idx = it->second;
   subscription& s = *subs_[idx];
   index_.remove(idx);
+  dirty_[s.partition] = 1;
   partition_slots& ps = partitions_[s.partition];
   ps.set(s.slot, 0);
   ps.free.push_back(s.slot);
@@ -1269,6 +1365,156 @@ void reflector::on_streamed(rt::shard&) {
   update_gauges();
 }
 
+// ---- list snapshots ----
+
+void reflector::load_snapshots() {
+  snap_interval_ms_ = s_.cfg->reflector.snapshot_interval_s * 1000;
+  snap_dir_ = s_.cfg->server.data_dir + "/lists";
+  dirty_.assign(partitions, 0);
+  applied_.assign(partitions, 0);
+  const uint32_t shards = s_.rt->count();
+  for (uint32_t p = 0; p < partitions; ++p) {
+    if (shard_of_partition(p, shards) == s_.rt->index()) owned_.push_back(p);
+  }
+  if (::mkdir(snap_dir_.c_str(), 0755) != 0 && errno != EEXIST) {
+    fmt::print(stderr, "feedplane: reflector: cannot create {}: {}; lists are not snapshotted\n",
+               snap_dir_, std::strerror(errno));
+    snap_interval_ms_ = 0;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  std::string bytes, why;
+  partition_snapshot ps;
+  size_t files = 0, lists = 0;
+  for (uint32_t p : owned_) {
+    const std::string path = snapshot_path(snap_dir_, p);
+    if (::access(path.c_str(), F_OK) != 0) continue;  // never written: re-matched from the log
+    if (dataplane::read_file(path, size_t{1} << 32, bytes, &why) != dataplane::read_status::ok ||
+        !decode_partition_snapshot(bytes, p, ps, &why)) {
+      fmt::print(stderr,
+                 "feedplane: reflector: snapshot {} unusable ({}); its lists are "
+                 "re-matched from the article log\n",
+                 path, why);
+      continue;
+    }
+    applied_[p] = ps.applied;
+    replay_hi_ = std::max(replay_hi_, ps.applied);
+    for (list_snapshot_entry& e : ps.lists) restore_.emplace(e.id_hash, std::move(e));
+    ++files;
+    lists += ps.lists.size();
+  }
+  if (replay_hi_ != 0) {
+    replay_index_ = std::make_unique<matcher::index>();
+    fmt::print(
+        stderr,
+        "feedplane: reflector: shard {}: {} lists from {} partition snapshots in {:.0f} "
+        "ms; the replay matches only what they lack up to sequence {}\n",
+        s_.rt->index(), lists, files,
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(),
+        replay_hi_);
+  }
+  if (snap_interval_ms_ == 0) return;
+  writer_ = std::make_unique<snapshot_writer>();
+  writer_->thread = std::thread([w = writer_.get(), shard = s_.rt->index()] {
+    std::unique_lock<std::mutex> lock(w->mu);
+    for (;;) {
+      w->cv.wait(lock, [w] { return w->stop || !w->queue.empty(); });
+      if (w->queue.empty()) return;  // stop, and nothing left to write
+      auto [path, file] = std::move(w->queue.front());
+      w->queue.pop_front();
+      lock.unlock();
+      std::string failed;
+      if (!dataplane::write_file_durably(path, file, &failed))
+        fmt::print(stderr, "feedplane: reflector: shard {}: snapshot not written: {}\n", shard,
+                   failed);
+      lock.lock();
+      --w->pending;
+    }
+  });
+}
+
+void reflector::on_snapshot_timer(void* ctx) {
+  auto& self = *static_cast<reflector*>(ctx);
+  if (self.stopping_) return;
+  if (!self.snap_round_) {
+    // A new round once the last one's files are written: a slow disk slows the rounds,
+    // it never queues them up.
+    bool idle = false;
+    {
+      std::lock_guard<std::mutex> g(self.writer_->mu);
+      idle = self.writer_->pending == 0;
+    }
+    if (!idle) {
+      self.s_.rt->loop().arm(self.snap_timer_, 100);
+      return;
+    }
+    self.snap_round_ = true;
+    self.snap_next_ = 0;
+  }
+  // About 50,000 lists (a few MB copied) per tick, then the loop serves what waits.
+  self.snapshot_slice(50'000);
+  self.s_.rt->loop().arm(self.snap_timer_, self.snap_round_ ? 1 : self.snap_interval_ms_);
+}
+
+void reflector::snapshot_slice(size_t budget) {
+  while (snap_next_ < owned_.size() && budget > 0) {
+    const uint32_t p = owned_[snap_next_++];
+    if (dirty_[p] == 0) continue;
+    const size_t n = partitions_[p].size;
+    write_snapshot(p);
+    budget -= std::min(budget, std::max<size_t>(n, 1));
+  }
+  if (snap_next_ >= owned_.size()) snap_round_ = false;
+}
+
+// Fast enough to run on the shard: a header, then per subscription 17 bytes and its
+// sequences copied; the file is written by the writer thread.
+void reflector::write_snapshot(uint32_t p) {
+  const partition_slots& ps = partitions_[p];
+  begin_partition_snapshot(p, last_seq_, snap_bytes_);
+  uint32_t count = 0;
+  for (uint32_t slot = 0; slot < ps.size; ++slot) {
+    const uint32_t v = ps.get(slot);
+    if (v == 0) continue;
+    const subscription& sub = *subs_[v - 1];
+    if (sub.backfilling != 0) {
+      dirty_[p] = 2;  // written again next round, once the backfill landed
+      continue;
+    }
+    sub.list.copy_to(snap_seqs_);
+    append_list_snapshot(snapshot_id_hash(sub.id), list_identity(sub), snap_seqs_.data(),
+                         snap_seqs_.size(), snap_bytes_);
+    ++count;
+  }
+  finish_partition_snapshot(count, snap_bytes_);
+  dirty_[p] = dirty_[p] == 2 ? 1 : 0;
+  m_.snapshot_files->add();
+  m_.snapshot_bytes->add(snap_bytes_.size());
+  {
+    std::lock_guard<std::mutex> g(writer_->mu);
+    writer_->queue.emplace_back(snapshot_path(snap_dir_, p), snap_bytes_);
+    ++writer_->pending;
+  }
+  writer_->cv.notify_one();
+}
+
+void reflector::stop_snapshots() {
+  if (!writer_) return;
+  // A stopping shard writes what changed since the last round, so a clean restart
+  // re-matches nothing; after a crash the last round's files stand.
+  if (caught_up_) {
+    for (uint32_t p : owned_) {
+      if (dirty_[p] != 0) write_snapshot(p);
+    }
+  }
+  {
+    std::lock_guard<std::mutex> g(writer_->mu);
+    writer_->stop = true;
+  }
+  writer_->cv.notify_one();
+  writer_->thread.join();
+  writer_.reset();
+}
+
 // ---- matching ----
 
 void reflector::on_article(rt::shard&, const rt::article_ref& a) {
@@ -1286,10 +1532,17 @@ void reflector::on_article(rt::shard&, const rt::article_ref& a) {
     for (parked& p : ready) p.run();
   }
   if (index_.size() == 0) return;
+  // Start-up, at or below what the snapshots hold: only the subscriptions they do not
+  // cover are matched (most articles of the replay touch no list at all).
+  const bool replaying = seq <= replay_hi_;
+  if (replaying) {
+    index_.observe(scoped_words(*a));  // the filing words' frequencies, as a match counts
+    if (replay_index_->size() == 0) return;
+  }
   m_.articles->add();
   const auto t0 = std::chrono::steady_clock::now();
   // Fast: the index touches only the postings of the article's words (matcher/index.h).
-  index_.match(scoped_words(*a), result_);
+  (replaying ? *replay_index_ : index_).match(scoped_words(*a), result_);
   if (result_.ids().empty()) {
     m_.match_us->observe(uint64_t(
         std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0)
@@ -1299,9 +1552,12 @@ void reflector::on_article(rt::shard&, const rt::article_ref& a) {
   const uint64_t replaces = a->meta().replaces;
   const int64_t now = wall_now();
   bool any = false;
-  for (uint32_t idx : result_.ids()) {
+  for (uint32_t got : result_.ids()) {
+    const uint32_t idx = replaying ? replay_ids_[got] : got;
     subscription* s = idx < subs_.size() ? subs_[idx].get() : nullptr;
     if (s == nullptr || seq <= s->from_seq) continue;
+    if (s->restored && seq <= applied_[s->partition]) continue;  // the snapshot has it
+    dirty_[s->partition] = 1;
     const size_t before = s->list.size();
     if (!s->list.insert(seq, replaces, s->k)) continue;
     list_entries_ += s->list.size() - before;
@@ -1524,6 +1780,7 @@ void reflector::backfill(const std::vector<std::pair<std::string, uint64_t>>& su
     if (sub == nullptr || sub->from_seq >= upto) continue;
     qs.push_back({sub->query, sub->k, sub->from_seq + 1, upto});
     ids.push_back(sid);
+    ++sub->backfilling;
   }
   if (qs.empty()) {
     done(*this);
@@ -1551,11 +1808,15 @@ void reflector::backfill(const std::vector<std::pair<std::string, uint64_t>>& su
       for (size_t q = 0; q < g->ids.size(); ++q) {
         subscription* sub = self.find(g->ids[q]);
         if (sub == nullptr) continue;
+        if (sub->backfilling != 0) --sub->backfilling;
         auto& f = g->found[q];
         std::sort(f.begin(), f.end());  // oldest first: the list keeps the newest k
         const size_t before = sub->list.size();
         for (uint64_t seq : f) {
-          if (sub->list.insert(seq, 0, sub->k)) self.m_.backfilled->add();
+          if (sub->list.insert(seq, 0, sub->k)) {
+            self.m_.backfilled->add();
+            self.dirty_[sub->partition] = 1;
+          }
         }
         self.list_entries_ += sub->list.size() - before;
         sub->invalidate(now);
@@ -2083,6 +2344,7 @@ void reflector::change_here(const call_ptr& c, const std::string& account, const
         // An edited query never mixes old and new matches: the list starts again.
         self.list_entries_ -= cur->list.size();
         cur->list.clear();
+        self.dirty_[cur->partition] = 1;
       }
       cur->query = q;
       cur->title = t;
@@ -2092,6 +2354,7 @@ void reflector::change_here(const call_ptr& c, const std::string& account, const
       cur->token_bits = bits;  // after a rotation the old token answers 404 from now on
       const size_t before = cur->list.size();
       cur->list.trim(k);
+      self.dirty_[cur->partition] = 1;
       self.list_entries_ -= before - cur->list.size();
       cur->invalidate(wall_now());
       self.update_gauges();

@@ -22,8 +22,15 @@ class last_k {
   // Fast: a ring of k slots, so a full list drops its oldest by overwriting one slot
   // rather than shifting k - 1; a sequence above every one inserted so far (every live
   // match) skips the duplicate scan. One cache line of the list is touched, not k / 8.
+  //
+  // Out of order (a sequence below one inserted before: a backfill behind live matches, or
+  // the replay of articles a restored snapshot already holds), a full list keeps its newest
+  // k by sequence: a sequence below all it holds changes nothing (it would have been pushed
+  // out), else it takes the slot of the lowest. So replaying from any point before a
+  // snapshot's gives the snapshot's list again.
   bool insert(uint64_t seq, uint64_t replaces, uint32_t k) {
-    if (seq <= max_ && find(seq) != npos) return false;
+    const bool in_order = seq > max_;
+    if (!in_order && find(seq) != npos) return false;
     if (replaces != 0 && replaces <= max_) {
       if (const uint32_t at = find(replaces); at != npos) {
         slots_[at] = seq;
@@ -31,8 +38,17 @@ class last_k {
         return true;
       }
     }
-    max_ = std::max(max_, seq);
     if (slots_.size() != k) resize(k);
+    if (!in_order && count_ == k) {
+      uint32_t low = head_;
+      for (uint32_t i = 1; i < count_; ++i) {
+        if (slots_[wrap(head_ + i)] < slots_[low]) low = wrap(head_ + i);
+      }
+      if (seq < slots_[low]) return false;
+      slots_[low] = seq;
+      return true;
+    }
+    max_ = std::max(max_, seq);
     if (count_ < k) {
       slots_[wrap(head_ + count_)] = seq;
       ++count_;
@@ -59,6 +75,11 @@ class last_k {
     v.reserve(count_);
     for (uint32_t i = 0; i < count_; ++i) v.push_back(slots_[wrap(head_ + i)]);
     return v;
+  }
+  // The same into a reused vector (snapshots copy every list).
+  void copy_to(std::vector<uint64_t>& v) const {
+    v.clear();
+    for (uint32_t i = 0; i < count_; ++i) v.push_back(slots_[wrap(head_ + i)]);
   }
   size_t size() const { return count_; }
   bool empty() const { return count_ == 0; }

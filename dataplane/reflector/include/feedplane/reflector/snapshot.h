@@ -1,0 +1,57 @@
+// Snapshots of the reflector's last-k lists (DESIGN.md 9): lists are derived state (no
+// durable write per match), so each shard writes the lists of its partitions, with the
+// last article sequence it had applied (N), to one file per partition. After a crash a
+// shard restores the lists of the subscriptions whose list identity is unchanged and
+// re-matches only the articles after N; a subscription the snapshot lacks, or whose list
+// started again since (a new query), is re-matched from its own first sequence as before.
+//
+// A file holds one partition (so a change of --shards reassigns whole files):
+//   "FPLS" u32 version(1) u32 partition u64 applied u32 count,
+//   count x { u64 id_hash, u64 identity, u8 n, n x u64 sequence (oldest first) },
+//   u64 XXH3 of everything before it.
+// Little-endian. A file that fails any check (magic, version, partition, sizes, sequences
+// above `applied`, n > max_k, checksum) is refused as a whole: the partition is then
+// re-matched from the log, which loses nothing (the log is the truth).
+// Files are written to a temporary name, fsync'd and renamed over the old one, and the
+// directory is fsync'd: a crash leaves the old file or the new one, never a torn one.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace feedplane::reflector {
+
+struct list_snapshot_entry {
+  uint64_t id_hash = 0;  // snapshot_id_hash(subscription id)
+  // The list's identity: a hash of what makes a subscription's list start again (its query
+  // generation, first sequence and creation time), so neither an edited query nor a new
+  // subscription under a reused id takes an old list.
+  uint64_t identity = 0;
+  std::vector<uint64_t> seqs;  // oldest first, at most max_k
+};
+
+struct partition_snapshot {
+  uint32_t partition = 0;
+  uint64_t applied = 0;  // every article <= this had been matched into these lists
+  std::vector<list_snapshot_entry> lists;
+};
+
+uint64_t snapshot_id_hash(std::string_view subscription_id);
+
+// Appends one list to an encoding started by begin_partition_snapshot; finish writes the
+// count and the checksum. A streaming writer, so a shard serializes straight from its lists.
+void begin_partition_snapshot(uint32_t partition, uint64_t applied, std::string& out);
+void append_list_snapshot(uint64_t id_hash, uint64_t identity, const uint64_t* seqs, size_t n,
+                          std::string& out);
+void finish_partition_snapshot(uint32_t count, std::string& out);
+
+// Parses a file's bytes; false with *error saying why (then `out` is unspecified).
+bool decode_partition_snapshot(std::string_view bytes, uint32_t partition, partition_snapshot& out,
+                               std::string* error);
+
+// "<dir>/p-0042.lists"
+std::string snapshot_path(const std::string& dir, uint32_t partition);
+
+}  // namespace feedplane::reflector

@@ -1,0 +1,113 @@
+#include "feedplane/reflector/snapshot.h"
+
+#include <fmt/format.h>
+#include <xxhash.h>
+
+#include <cstring>
+
+#include "feedplane/reflector/last_k.h"
+
+namespace feedplane::reflector {
+
+namespace {
+
+constexpr char magic[4] = {'F', 'P', 'L', 'S'};
+constexpr uint32_t version = 1;
+constexpr size_t header_bytes = 4 + 4 + 4 + 8 + 4;  // magic, version, partition, applied, count
+constexpr size_t count_at = 4 + 4 + 4 + 8;
+
+template <class T>
+void put(T v, std::string& out) {
+  char b[sizeof(T)];
+  std::memcpy(b, &v, sizeof(T));  // little-endian hosts only (x86-64, arm64)
+  out.append(b, sizeof(T));
+}
+
+template <class T>
+bool get(std::string_view& in, T* v) {
+  if (in.size() < sizeof(T)) return false;
+  std::memcpy(v, in.data(), sizeof(T));
+  in.remove_prefix(sizeof(T));
+  return true;
+}
+
+}  // namespace
+
+uint64_t snapshot_id_hash(std::string_view subscription_id) {
+  return XXH3_64bits(subscription_id.data(), subscription_id.size());
+}
+
+void begin_partition_snapshot(uint32_t partition, uint64_t applied, std::string& out) {
+  out.clear();
+  out.append(magic, 4);
+  put(version, out);
+  put(partition, out);
+  put(applied, out);
+  put(uint32_t{0}, out);  // the count, written by finish
+}
+
+void append_list_snapshot(uint64_t id_hash, uint64_t identity, const uint64_t* seqs, size_t n,
+                          std::string& out) {
+  put(id_hash, out);
+  put(identity, out);
+  out.push_back(char(uint8_t(n)));
+  out.append(reinterpret_cast<const char*>(seqs), n * sizeof(uint64_t));
+}
+
+void finish_partition_snapshot(uint32_t count, std::string& out) {
+  std::memcpy(out.data() + count_at, &count, sizeof(count));
+  put(uint64_t(XXH3_64bits(out.data(), out.size())), out);
+}
+
+bool decode_partition_snapshot(std::string_view bytes, uint32_t partition, partition_snapshot& out,
+                               std::string* error) {
+  auto fail = [&](std::string why) {
+    *error = std::move(why);
+    return false;
+  };
+  if (bytes.size() < header_bytes + 8) return fail("shorter than a header");
+  const std::string_view body = bytes.substr(0, bytes.size() - 8);
+  uint64_t sum = 0;
+  std::memcpy(&sum, bytes.data() + body.size(), 8);
+  if (sum != XXH3_64bits(body.data(), body.size())) return fail("checksum mismatch");
+  std::string_view in = body;
+  if (std::memcmp(in.data(), magic, 4) != 0) return fail("not a list snapshot");
+  in.remove_prefix(4);
+  uint32_t v = 0, p = 0, count = 0;
+  get(in, &v);
+  get(in, &p);
+  if (v != version) return fail(fmt::format("version {} (this build reads {})", v, version));
+  if (p != partition) return fail(fmt::format("holds partition {}, not {}", p, partition));
+  out.partition = p;
+  get(in, &out.applied);
+  get(in, &count);
+  // Each list takes at least 17 bytes: a count beyond that is a lie, refused before any
+  // memory is reserved for it.
+  if (uint64_t(count) * 17 > in.size()) return fail("count larger than the file");
+  out.lists.clear();
+  out.lists.reserve(count);
+  for (uint32_t i = 0; i < count; ++i) {
+    list_snapshot_entry e;
+    uint8_t n = 0;
+    if (!get(in, &e.id_hash) || !get(in, &e.identity) || !get(in, &n))
+      return fail(fmt::format("list {} cut short", i));
+    if (n > max_k) return fail(fmt::format("list {} holds {} entries (at most {})", i, n, max_k));
+    if (in.size() < size_t(n) * 8) return fail(fmt::format("list {} cut short", i));
+    e.seqs.resize(n);
+    std::memcpy(e.seqs.data(), in.data(), size_t(n) * 8);
+    in.remove_prefix(size_t(n) * 8);
+    for (uint64_t s : e.seqs) {
+      if (s == 0 || s > out.applied)
+        return fail(fmt::format("list {} holds sequence {} (applied {})", i, s, out.applied));
+    }
+    out.lists.push_back(std::move(e));
+  }
+  if (!in.empty()) return fail(fmt::format("{} bytes after the last list", in.size()));
+  return true;
+}
+
+std::string snapshot_path(const std::string& dir, uint32_t partition) {
+  return fmt::format("{}/p-{:04}.lists", dir, partition);
+}
+
+}  // namespace feedplane::reflector

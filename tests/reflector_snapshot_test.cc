@@ -1,0 +1,135 @@
+// The list snapshot format (snapshot.h): what is written reads back the same, and a file
+// that is cut, flipped, mislabelled or lying about its sizes is refused whole with a
+// reason (its partition is then re-matched from the article log). Also the durable write
+// that puts the files down.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "feedplane/dataplane/file.h"
+#include "feedplane/reflector/last_k.h"
+#include "feedplane/reflector/snapshot.h"
+
+namespace rf = feedplane::reflector;
+
+namespace {
+
+std::string encode(uint32_t partition, uint64_t applied,
+                   const std::vector<rf::list_snapshot_entry>& lists) {
+  std::string out;
+  rf::begin_partition_snapshot(partition, applied, out);
+  for (const auto& e : lists)
+    rf::append_list_snapshot(e.id_hash, e.identity, e.seqs.data(), e.seqs.size(), out);
+  rf::finish_partition_snapshot(uint32_t(lists.size()), out);
+  return out;
+}
+
+std::vector<rf::list_snapshot_entry> sample() {
+  std::vector<rf::list_snapshot_entry> v;
+  v.push_back({rf::snapshot_id_hash("s_a"), 7, {3, 5, 9}});
+  v.push_back({rf::snapshot_id_hash("s_b"), 8, {}});
+  rf::list_snapshot_entry full{rf::snapshot_id_hash("s_c"), 9, {}};
+  for (uint64_t s = 1; s <= rf::max_k; ++s) full.seqs.push_back(s);
+  v.push_back(full);
+  return v;
+}
+
+}  // namespace
+
+TEST(reflector_snapshot, reads_back_what_was_written) {
+  const auto lists = sample();
+  const std::string bytes = encode(42, 100, lists);
+  rf::partition_snapshot got;
+  std::string why;
+  ASSERT_TRUE(rf::decode_partition_snapshot(bytes, 42, got, &why)) << why;
+  EXPECT_EQ(got.partition, 42u);
+  EXPECT_EQ(got.applied, 100u);
+  ASSERT_EQ(got.lists.size(), lists.size());
+  for (size_t i = 0; i < lists.size(); ++i) {
+    EXPECT_EQ(got.lists[i].id_hash, lists[i].id_hash);
+    EXPECT_EQ(got.lists[i].identity, lists[i].identity);
+    EXPECT_EQ(got.lists[i].seqs, lists[i].seqs);
+  }
+  // An empty partition is a file too (its lists were all deleted).
+  ASSERT_TRUE(rf::decode_partition_snapshot(encode(0, 0, {}), 0, got, &why)) << why;
+  EXPECT_TRUE(got.lists.empty());
+  EXPECT_NE(rf::snapshot_id_hash("s_a"), rf::snapshot_id_hash("s_b"));
+  EXPECT_EQ(rf::snapshot_path("/d", 7), "/d/p-0007.lists");
+}
+
+TEST(reflector_snapshot, refuses_every_damaged_file) {
+  const std::string good = encode(3, 100, sample());
+  rf::partition_snapshot got;
+  std::string why;
+  // Cut anywhere: refused.
+  for (size_t n = 0; n < good.size(); ++n) {
+    EXPECT_FALSE(rf::decode_partition_snapshot(good.substr(0, n), 3, got, &why)) << n;
+  }
+  // Any one bit flipped: refused (the checksum, or a check before it).
+  for (size_t i = 0; i < good.size(); ++i) {
+    std::string bad = good;
+    bad[i] = char(bad[i] ^ 0x10);
+    EXPECT_FALSE(rf::decode_partition_snapshot(bad, 3, got, &why)) << i;
+  }
+  // Another partition's file.
+  EXPECT_FALSE(rf::decode_partition_snapshot(good, 4, got, &why));
+  EXPECT_NE(why.find("partition"), std::string::npos) << why;
+  // Well-formed but impossible, each with a valid checksum: a sequence above `applied`, a
+  // zero sequence, more than max_k entries, a count beyond the file, bytes after the end.
+  EXPECT_FALSE(rf::decode_partition_snapshot(encode(3, 8, sample()), 3, got, &why));
+  EXPECT_NE(why.find("applied"), std::string::npos) << why;
+  EXPECT_FALSE(rf::decode_partition_snapshot(encode(3, 8, {{1, 1, {0}}}), 3, got, &why));
+  std::vector<uint64_t> many(rf::max_k + 1, 1);
+  EXPECT_FALSE(rf::decode_partition_snapshot(encode(3, 8, {{1, 1, many}}), 3, got, &why));
+  EXPECT_NE(why.find("at most"), std::string::npos) << why;
+  std::string lying;
+  rf::begin_partition_snapshot(3, 8, lying);
+  rf::finish_partition_snapshot(1'000'000, lying);
+  EXPECT_FALSE(rf::decode_partition_snapshot(lying, 3, got, &why));
+  EXPECT_NE(why.find("count"), std::string::npos) << why;
+  std::string trailing;
+  rf::begin_partition_snapshot(3, 8, trailing);
+  trailing += "xyz";
+  rf::finish_partition_snapshot(0, trailing);
+  EXPECT_FALSE(rf::decode_partition_snapshot(trailing, 3, got, &why));
+  EXPECT_NE(why.find("after the last list"), std::string::npos) << why;
+}
+
+// Replaying from before a snapshot's sequence gives the snapshot's list again: the list
+// restored from it, then the matches at or below its sequence again, in order.
+TEST(reflector_snapshot, replay_over_a_restored_list_changes_nothing) {
+  for (uint32_t k : {1u, 3u, 10u}) {
+    rf::last_k live;
+    std::vector<uint64_t> matches;
+    for (uint64_t s = 1; s <= 60; s += 1 + s % 4) matches.push_back(s);
+    for (uint64_t s : matches) live.insert(s, 0, k);
+    const std::vector<uint64_t> snap = live.items();
+    rf::last_k restored;
+    for (uint64_t s : snap) restored.insert(s, 0, k);
+    for (uint64_t s : matches) EXPECT_FALSE(restored.insert(s, 0, k)) << k << " " << s;
+    EXPECT_EQ(restored.items(), snap) << k;
+  }
+}
+
+TEST(reflector_snapshot, durable_write_replaces_a_file_whole) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("fp-snap-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "p-0001.lists").string();
+  std::string why, back;
+  ASSERT_TRUE(feedplane::dataplane::write_file_durably(path, "first", &why)) << why;
+  ASSERT_TRUE(feedplane::dataplane::write_file_durably(path, "second", &why)) << why;
+  ASSERT_EQ(feedplane::dataplane::read_file(path, 100, back, &why),
+            feedplane::dataplane::read_status::ok);
+  EXPECT_EQ(back, "second");
+  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+  EXPECT_FALSE(
+      feedplane::dataplane::write_file_durably((dir / "no/such/dir/f").string(), "x", &why));
+  EXPECT_NE(why.find("cannot create"), std::string::npos) << why;
+  std::filesystem::remove_all(dir);
+}
