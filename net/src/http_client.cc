@@ -84,6 +84,9 @@ struct http_client::txn {
   std::vector<std::string> visited;  // every URL of the chain, for loop detection
   size_t nvisited = 0;               // visited[0, nvisited) are this chain's (rest: capacity)
   fetch_result result;
+  // Header strings beyond result.headers.size(), kept with their capacity for the next
+  // response (a vector's clear or shrink would free them).
+  std::vector<std::pair<std::string, std::string>> spare_headers;
   std::string wire_body;
   response_parser parser;  // the response on the connection carrying this fetch
   timer total;
@@ -273,7 +276,7 @@ uint64_t http_client::fetch(const fetch_request& req, done_fn done, void* ctx) {
   r.redirects.clear();
   r.wire_bytes = 0;
   r.decoded_bytes = 0;
-  r.headers.clear();
+  set_header_count(t, 0);
   r.body.clear();
   for (auto* f : {&r.etag, &r.last_modified, &r.cache_control, &r.expires, &r.retry_after,
                   &r.content_type, &r.content_encoding, &r.im})
@@ -360,6 +363,22 @@ void http_client::unwait(txn* t) {
   (t->wnext ? t->wnext->wprev : p.wait_tail) = t->wprev;
   t->wprev = t->wnext = nullptr;
   t->waiting_in = nullptr;
+}
+
+void http_client::set_header_count(txn* t, size_t n) {
+  auto& h = t->result.headers;
+  while (h.size() > n) {
+    t->spare_headers.push_back(std::move(h.back()));
+    h.pop_back();
+  }
+  while (h.size() < n) {
+    if (t->spare_headers.empty()) {
+      h.emplace_back();
+    } else {
+      h.push_back(std::move(t->spare_headers.back()));
+      t->spare_headers.pop_back();
+    }
+  }
 }
 
 void http_client::visit(txn* t, const url& u) {
@@ -841,7 +860,7 @@ void http_client::on_response(conn* c, bool reusable) {
   r.wire_bytes += rp.wire_bytes();
   // Copy what the caller sees before the parser serves the next request on this conn.
   auto hs = rp.headers();
-  r.headers.resize(hs.size());
+  set_header_count(t, hs.size());
   for (size_t i = 0; i < hs.size(); ++i) {
     r.headers[i].first.assign(hs[i].name);
     r.headers[i].second.assign(hs[i].value);

@@ -198,8 +198,11 @@ class http_client {
   // txn lifecycle
   txn* alloc_txn();
   void start_hop(txn* t);
-  void unwait(txn* t);                      // takes t out of its pool's waiting queue
-  static void visit(txn* t, const url& u);  // records u in the chain (loop detection)
+  void unwait(txn* t);  // takes t out of its pool's waiting queue
+  static void visit(txn* t, const url& u);
+  // Resizes t's result headers to n, moving strings to and from a spare list so that their
+  // buffers survive from one response to the next.
+  static void set_header_count(txn* t, size_t n);  // records u in the chain (loop detection)
   static bool visited(const txn* t, std::string_view u);
   void finish(txn* t, fetch_error e, std::string detail = {});
   static void on_total_timeout(void* ctx);
