@@ -1109,8 +1109,26 @@ void http_client::on_dns_poll(void* ctx, const completion& cq) {
   self->arm_dns_timer();
 }
 
+void http_client::trim() {
+  for (uint32_t i : txn_free_) {
+    txn& t = *txns_[i];
+    t.req = fetch_request{};
+    t.cur = url{};
+    std::vector<std::string>().swap(t.visited);
+    t.result = fetch_result{};
+    std::vector<std::pair<std::string, std::string>>().swap(t.spare_headers);
+    std::string().swap(t.wire_body);
+    t.parser = response_parser{};
+  }
+  bufs_.clear();
+  std::string().swap(scratch_);
+}
+
 void http_client::on_gc_timer(void* ctx) {
   auto* self = static_cast<http_client*>(ctx);
+  // With nothing in flight, the buffers of the fetch slots and the output pool go back to
+  // the allocator: a burst of thousands of fetches does not keep its memory for life.
+  if (self->active_ == 0) self->trim();
   // Runs from the loop's timer dispatch, never inside a client call, so no host_pool
   // reference is live on the stack. A pool with no connection and no waiting fetch is
   // referenced by nothing (conns drop their pool pointer when they close).

@@ -163,6 +163,10 @@ class http_client {
   size_t connection_memory() const;
   // Heap bytes held by per-fetch state (the txn slab: parsers, bodies, results).
   size_t fetch_state_memory() const;
+  // Releases the buffers of fetch slots not in use and of the output buffer pool (the
+  // slots themselves stay: ids index them). The pool-collection timer does it when no
+  // fetch is in flight; the next fetches allocate again until warm.
+  void trim();
   // The TLS ticket cache (sessions kept per host for resumption).
   tls_context::cache_stats tls_sessions() const { return tls_->session_stats(); }
   // The pinned address of host:port (its own pin, else the "*" pin of the port), or null.

@@ -31,6 +31,11 @@ class string_pool {
       std::string().swap(s);
     }
   }
+  // Returns every pooled buffer to the allocator.
+  void clear() {
+    std::vector<std::string>().swap(pool_);
+    bytes_ = 0;
+  }
   // Heap bytes held for reuse.
   size_t bytes() const { return bytes_; }
   size_t size() const { return pool_.size(); }
