@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <memory>
 
 #include "feedplane/base/ascii.h"
 #include "feedplane/net/http_response.h"
@@ -1109,19 +1110,27 @@ void http_client::on_dns_poll(void* ctx, const completion& cq) {
   self->arm_dns_timer();
 }
 
+// Destroys and rebuilds x: unlike assigning a fresh object (a std::string moved from an
+// empty one keeps its own buffer), this frees every buffer x held.
+template <class T>
+void rebuild(T& x) {
+  std::destroy_at(&x);
+  std::construct_at(&x);
+}
+
 void http_client::trim() {
   for (uint32_t i : txn_free_) {
     txn& t = *txns_[i];
-    t.req = fetch_request{};
-    t.cur = url{};
-    std::vector<std::string>().swap(t.visited);
-    t.result = fetch_result{};
-    std::vector<std::pair<std::string, std::string>>().swap(t.spare_headers);
-    std::string().swap(t.wire_body);
-    t.parser = response_parser{};
+    rebuild(t.req);
+    rebuild(t.cur);
+    rebuild(t.visited);
+    rebuild(t.result);
+    rebuild(t.spare_headers);
+    rebuild(t.wire_body);
+    rebuild(t.parser);
   }
   bufs_.clear();
-  std::string().swap(scratch_);
+  rebuild(scratch_);
 }
 
 void http_client::on_gc_timer(void* ctx) {
