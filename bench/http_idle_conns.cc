@@ -15,7 +15,7 @@
 //
 // usage: http_idle_conns --client feedplane|libcurl http|https inflight|idle N
 //   inflight: N fetches at once of an 8 KB feed that nginx sends at 256 bytes/s, measured
-//             after 2 s (every fetch connected, headers and a first part of the body in).
+//             after 8 s (the note says how many had their response headers by then).
 //   idle:     N fetches at once of the 8 KB feed, all done; the N connections are pooled
 //             (feedplane: its pool; libcurl: the multi's connection cache, easy handles
 //             cleaned up). feedplane is also measured after trim() (what its collection
@@ -205,9 +205,11 @@ int client_feedplane(const farm& f, bool https, bool inflight, int n) {
   req.url = f.url(https, "localhost", inflight);
   for (int i = 0; i < n; ++i) c->fetch(req, cb, &st);
   if (inflight) {
-    run_for(2000, [&] { l->run_once(false); });
+    run_for(8000, [&] { l->run_once(false); });
     if (c->in_flight() != size_t(n)) std::fprintf(stderr, "only %zu in flight\n", c->in_flight());
-    report("feedplane", https, "inflight", n, base, measure::now(), "");
+    const measure at = measure::now();
+    const std::string note = std::to_string(c->stats().tls_handshakes) + " TLS handshakes done";
+    report("feedplane", https, "inflight", n, base, at, note.c_str());
   } else {
     while (st.done < n + 1) l->run_once(true);
     if (st.ok != n + 1 || c->idle_connections() != size_t(n) + 1)
@@ -273,8 +275,17 @@ int client_curl(const farm& f, bool https, bool inflight, int n) {
   const std::string u = f.url(https, "localhost", inflight);
   for (int i = 1; i <= n; ++i) setup(xs[size_t(i)], u);
   if (inflight) {
-    run_for(2000, [&] { turn(10); });
-    report("libcurl_multi", https, "inflight", n, base, measure::now(), "");
+    run_for(8000, [&] { turn(10); });
+    const measure at = measure::now();
+    int headers = 0;
+    for (int i = 1; i <= n; ++i) {
+      long code = 0;
+      if (xs[size_t(i)].easy != nullptr)
+        curl_easy_getinfo(xs[size_t(i)].easy, CURLINFO_RESPONSE_CODE, &code);
+      headers += code == 200 ? 1 : 0;
+    }
+    const std::string note = std::to_string(headers) + " with response headers";
+    report("libcurl_multi", https, "inflight", n, base, at, note.c_str());
   } else {
     while (done < n + 1) turn(100);
     if (ok != n + 1) return std::fprintf(stderr, "%d ok of %d\n", ok, n + 1), 1;
