@@ -30,6 +30,12 @@ namespace {
 
 constexpr long k_day = 86400;
 
+net::loop_options small_ring() {
+  net::loop_options lo;
+  lo.ring_entries = 64;  // deliberately small
+  return lo;
+}
+
 // One loop + one client on the test thread.
 struct harness {
   std::unique_ptr<net::loop> l;
@@ -37,10 +43,8 @@ struct harness {
   int done = 0;
   std::vector<net::fetch_result> results;
 
-  explicit harness(const net::client_options& opt) {
+  explicit harness(const net::client_options& opt, net::loop_options lo = small_ring()) {
     std::string err;
-    net::loop_options lo;
-    lo.ring_entries = 64;  // deliberately small
     l = net::loop::create(lo, &err);
     if (!l) throw std::runtime_error(err);
     c = net::http_client::create(*l, opt, &err);
@@ -170,6 +174,29 @@ TEST_F(NginxMem, IdlePooledConnectionsHoldNoBuffers) {
     h.wait_done(64);
     EXPECT_EQ(h.c->stats().connections_opened, 32u);
     EXPECT_EQ(h.c->connection_memory(), before);
+  }
+}
+
+// Receives borrow the loop's provided buffers: with two buffers of 256 bytes for eight
+// concurrent 8 KB responses the ring runs dry (-ENOBUFS, re-armed) and TLS records span
+// many receives; every body still arrives whole.
+TEST_F(NginxMem, TinyProvidedBuffersRunDryAndRecover) {
+  net::loop_options lo = small_ring();
+  lo.buffer_count = 2;
+  lo.buffer_size = 256;
+  for (bool https : {false, true}) {
+    net::client_options o = options();
+    o.per_host_connections = 8;
+    harness h(o, lo);
+    for (int round = 0; round < 3; ++round) {
+      for (int i = 0; i < 8; ++i) h.start(https ? https_url() : http_url());
+      h.wait_done(8 * (round + 1));
+    }
+    for (const auto& r : h.results) {
+      EXPECT_OK(r);
+      EXPECT_EQ(r.body, std::string(8192, 'f'));
+    }
+    EXPECT_GT(h.l->stats().enobufs, 0u) << https;
   }
 }
 
