@@ -19,7 +19,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -203,11 +202,12 @@ class http_client {
   txn* alloc_txn();
   void start_hop(txn* t);
   void unwait(txn* t);  // takes t out of its pool's waiting queue
+  // Records u in the chain; visited(): u is already in it (redirect loop detection).
   static void visit(txn* t, const url& u);
+  static bool visited(const txn* t, std::string_view u);
   // Resizes t's result headers to n, moving strings to and from a spare list so that their
   // buffers survive from one response to the next.
-  static void set_header_count(txn* t, size_t n);  // records u in the chain (loop detection)
-  static bool visited(const txn* t, std::string_view u);
+  static void set_header_count(txn* t, size_t n);
   void finish(txn* t, fetch_error e, std::string detail = {});
   static void on_total_timeout(void* ctx);
 
