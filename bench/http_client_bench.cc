@@ -1,7 +1,16 @@
 // HTTP client: fetches per client CPU-second against nginx serving an 8 KB feed, for 200,
 // 304 revalidation and gzip, feedplane's io_uring client against a libcurl multi client
-// with the same concurrency (64 transfers, keep-alive) in the same run; and absolute
-// fetches per wall second beside wrk's (-t1 -c64) against the same nginx.
+// with the same concurrency (64 transfers by default, --concurrency=N; keep-alive) in the
+// same run; and absolute fetches per wall second beside wrk's (-t1 -cN) against the same
+// nginx (one worker, worker_connections above 2N).
+//
+// Over HTTPS: https_200 on kept-alive connections; https_new_conn on a new connection per
+// fetch with session resumption (both clients resume: feedplane from its ticket cache,
+// libcurl from its session cache); https_new_full on a new connection per fetch with
+// resumption off in both (a full handshake each).
+//
+// --verify-only: checks both clients' responses (each case's full-bytes fetch, then one
+// checked batch of N fetches at concurrency N) and exits without timing anything.
 //
 // CPU is this process's CPU time (CLOCK_PROCESS_CPUTIME_ID: user + system, io_uring task
 // work and any io-wq workers included); nginx and wrk are other processes. Every body is
@@ -10,6 +19,7 @@
 #include <curl/curl.h>
 #include <time.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -21,7 +31,7 @@
 
 namespace {
 
-constexpr int k_concurrency = 64;
+int k_concurrency = 64;           // --concurrency=N
 constexpr int k_fetches = 20000;  // per iteration
 
 double cpu_now() {
@@ -45,9 +55,12 @@ std::string feed_8k() {
   return s;
 }
 
-// https_new: every fetch on a new connection (the request says Connection: close), so each
-// pays a full TLS 1.3 handshake, as a crawler's fetch of a host it last saw minutes ago.
-enum class mode { ok200, not_modified, gzip, https, https_new };
+// https_new: every fetch on a new connection (the request says Connection: close), as a
+// crawler's fetch of a host it last saw minutes ago: a resumed TLS 1.3 handshake (a
+// ticket). https_new_full: the same with resumption off, a full handshake each.
+enum class mode { ok200, not_modified, gzip, https, https_new, https_new_full };
+
+bool new_conn_mode(mode m) { return m == mode::https_new || m == mode::https_new_full; }
 
 struct env_t {
   feedplane::test::nginx_server nginx;
@@ -57,7 +70,7 @@ struct env_t {
   std::string body = feed_8k();
   std::string etag;
   std::string url(mode m) const {
-    if (m == mode::https || m == mode::https_new)
+    if (m == mode::https || new_conn_mode(m))
       return "https://localhost:" + std::to_string(tls_port) + "/feed.xml";
     return "http://127.0.0.1:" + std::to_string(port) +
            (m == mode::gzip ? "/gz/feed.xml" : "/feed.xml");
@@ -90,14 +103,14 @@ bool start_env(std::string* err) {
   g_env->ca_file = d + "/ca.pem";
   std::string conf =
       "  server {\n    listen 127.0.0.1:" + std::to_string(g_env->port) +
-      " backlog=1024;\n    root @DIR@/www;\n"
+      " backlog=8192;\n    root @DIR@/www;\n"
       "    location /gz/ { alias @DIR@/www/; gzip on; gzip_types application/rss+xml;"
       " gzip_min_length 0; gzip_comp_level 1; }\n  }\n"
       "  server {\n    listen 127.0.0.1:" +
       std::to_string(g_env->tls_port) +
-      " ssl backlog=1024;\n    root @DIR@/www;\n    ssl_certificate @DIR@/leaf.pem;\n"
+      " ssl backlog=8192;\n    root @DIR@/www;\n    ssl_certificate @DIR@/leaf.pem;\n"
       "    ssl_certificate_key @DIR@/leaf.key;\n  }\n";
-  *err = g_env->nginx.start(conf, g_env->port, 1);
+  *err = g_env->nginx.start(conf, g_env->port, 1, std::max(4096, 2 * k_concurrency + 64));
   return err->empty();
 }
 
@@ -121,14 +134,15 @@ class fp_runner {
     l_ = feedplane::net::loop::create(lo, &err);
     if (!l_) return err;
     feedplane::net::client_options o;
-    o.per_host_connections = k_concurrency;
+    o.per_host_connections = uint32_t(k_concurrency);
     o.ca_file = g_env->ca_file;
+    if (m == mode::https_new_full) o.tls_session_hosts = 0;
     client_ = feedplane::net::http_client::create(*l_, o, &err);
     if (!client_) return err;
     req_.url = g_env->url(m);
     req_.accept_compressed = m == mode::gzip;
     if (m == mode::not_modified) req_.if_none_match = g_env->etag;
-    if (m == mode::https_new) req_.headers.emplace_back("Connection", "close");
+    if (new_conn_mode(m)) req_.headers.emplace_back("Connection", "close");
     // Verify once before timing: the full bytes.
     bool got = false;
     feedplane::net::fetch_result copy;
@@ -212,7 +226,7 @@ class curl_runner {
   std::string init(mode m) {
     multi_ = curl_multi_init();
     curl_multi_setopt(multi_, CURLMOPT_MAXCONNECTS, static_cast<long>(k_concurrency * 2));
-    x_.resize(k_concurrency);
+    x_.resize(size_t(k_concurrency));
     url_ = g_env->url(m);
     inm_ = "If-None-Match: " + g_env->etag;
     for (auto& t : x_) {
@@ -223,13 +237,14 @@ class curl_runner {
       curl_easy_setopt(t.easy, CURLOPT_NOSIGNAL, 1L);
       curl_easy_setopt(t.easy, CURLOPT_TCP_NODELAY, 1L);
       if (m == mode::gzip) curl_easy_setopt(t.easy, CURLOPT_ACCEPT_ENCODING, "gzip");
-      if (m == mode::https || m == mode::https_new)
+      if (m == mode::https || new_conn_mode(m))
         curl_easy_setopt(t.easy, CURLOPT_CAINFO, g_env->ca_file.c_str());
+      if (m == mode::https_new_full) curl_easy_setopt(t.easy, CURLOPT_SSL_SESSIONID_CACHE, 0L);
       if (m == mode::not_modified) {
         t.headers = curl_slist_append(nullptr, inm_.c_str());
         curl_easy_setopt(t.easy, CURLOPT_HTTPHEADER, t.headers);
       }
-      if (m == mode::https_new) {
+      if (new_conn_mode(m)) {
         t.headers = curl_slist_append(nullptr, "Connection: close");
         curl_easy_setopt(t.easy, CURLOPT_HTTPHEADER, t.headers);
       }
@@ -317,7 +332,7 @@ void bm_case(benchmark::State& state, mode m, const std::string& name) {
   batch_result fsum, csum;
   int64_t fetches = 0;
   // A full handshake costs both ends far more than a fetch: fewer per round.
-  const int per_round = m == mode::https_new ? k_fetches / 10 : k_fetches;
+  const int per_round = new_conn_mode(m) ? k_fetches / 10 : k_fetches;
   for (auto _ : state) {
     auto f = fp.run(per_round);
     auto c = cu.run(per_round);
@@ -357,7 +372,7 @@ double run_wrk(mode m) {
   std::string cmd = "wrk -t1 -c" + std::to_string(k_concurrency) + " -d3s";
   if (m == mode::gzip) cmd += " -H 'Accept-Encoding: gzip'";
   if (m == mode::not_modified) cmd += " -H 'If-None-Match: " + g_env->etag + "'";
-  if (m == mode::https_new) cmd += " -H 'Connection: close'";
+  if (new_conn_mode(m)) cmd += " -H 'Connection: close'";
   cmd += " " + g_env->url(m) + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return 0;
@@ -380,7 +395,8 @@ void register_all() {
   };
   for (auto [name, m] :
        {item{"200", mode::ok200}, item{"304", mode::not_modified}, item{"gzip", mode::gzip},
-        item{"https_200", mode::https}, item{"https_new_conn", mode::https_new}}) {
+        item{"https_200", mode::https}, item{"https_new_conn", mode::https_new},
+        item{"https_new_full", mode::https_new_full}}) {
     std::string n = name;
     benchmark::RegisterBenchmark(("feedplane_vs_libcurl_multi/" + n).c_str(),
                                  [m, n](benchmark::State& st) { bm_case(st, m, n); })
@@ -413,13 +429,59 @@ bool fetch_etag() {
 
 }  // namespace
 
+// Every case's verification without timing: the full-bytes fetch in init(), then one batch
+// of N fetches per client, each response checked.
+int verify_only() {
+  int failures = 0;
+  for (auto [name, m] : {std::pair{"200", mode::ok200}, std::pair{"304", mode::not_modified},
+                         std::pair{"gzip", mode::gzip}, std::pair{"https_200", mode::https},
+                         std::pair{"https_new_conn", mode::https_new},
+                         std::pair{"https_new_full", mode::https_new_full}}) {
+    fp_runner fp;
+    curl_runner cu;
+    std::string e = fp.init(m);
+    if (e.empty()) e = cu.init(m);
+    int bad = -1;
+    if (e.empty()) {
+      const int n = new_conn_mode(m) ? std::min(k_concurrency, 500) : k_concurrency;
+      bad = fp.run(n).bad + cu.run(n).bad;
+      if (bad != 0) e = std::to_string(bad) + " bad responses";
+      if (m == mode::https_new && fp.stats().tls_resumed == 0) e = "feedplane never resumed";
+      if (m == mode::https_new_full && fp.stats().tls_resumed != 0) e = "feedplane resumed";
+    }
+    std::printf("verify %-15s concurrency %d: %s\n", name, k_concurrency,
+                e.empty() ? "ok" : e.c_str());
+    failures += e.empty() ? 0 : 1;
+  }
+  return failures == 0 ? 0 : 1;
+}
+
 int main(int argc, char** argv) {
   curl_global_init(CURL_GLOBAL_DEFAULT);
+  bool verify = false;
+  int kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a.rfind("--concurrency=", 0) == 0) {
+      k_concurrency = std::max(1, std::atoi(a.c_str() + 14));
+    } else if (a == "--verify-only") {
+      verify = true;
+    } else {
+      argv[kept++] = argv[i];
+    }
+  }
+  argc = kept;
   benchmark::Initialize(&argc, argv);
   std::string err;
   if (!start_env(&err) || !fetch_etag()) {
     std::fprintf(stderr, "http_client_bench: cannot start nginx: %s\n", err.c_str());
     return 1;
+  }
+  if (verify) {
+    const int rc = verify_only();
+    delete g_env;
+    curl_global_cleanup();
+    return rc;
   }
   register_all();
   benchmark::RunSpecifiedBenchmarks();
@@ -429,7 +491,8 @@ int main(int argc, char** argv) {
               "feedplane wall/s", "curl wall/s", "wrk req/s");
   for (auto [name, m] : {std::pair{"200", mode::ok200}, std::pair{"304", mode::not_modified},
                          std::pair{"gzip", mode::gzip}, std::pair{"https_200", mode::https},
-                         std::pair{"https_new_conn", mode::https_new}}) {
+                         std::pair{"https_new_conn", mode::https_new},
+                         std::pair{"https_new_full", mode::https_new_full}}) {
     double fp = g_env->cpu_rate[std::string("feedplane/") + name];
     double cu = g_env->cpu_rate[std::string("libcurl_multi/") + name];
     double fw = g_env->wall_rate[std::string("feedplane/") + name];

@@ -310,6 +310,29 @@ TEST_F(NginxClient, HttpsWithTheTestCa) {
   EXPECT_OK(ip);
 }
 
+TEST_F(NginxClient, HttpsResumesTheSessionOnANewConnection) {
+  client_options o;
+  o.ca_file = (srv_->dir() / "ca.pem").string();
+  o.max_idle_connections = 0;  // every fetch on a new connection
+  harness h(o);
+  std::string u = "https://localhost:" + std::to_string(tls_port_) + "/feed.xml";
+  auto first = h.get(u);
+  EXPECT_OK(first);
+  EXPECT_FALSE(first.tls_resumed);
+  EXPECT_GE(h.c->tls_sessions().tickets, 1u);
+  auto second = h.get(u);
+  EXPECT_OK(second);
+  EXPECT_FALSE(second.reused_connection);
+  EXPECT_TRUE(second.tls_resumed);
+  EXPECT_EQ(second.body, feed_body(8192));
+  // Another host name for the same server: its own cache entry, a full handshake.
+  auto other = h.get("https://127.0.0.1:" + std::to_string(tls_port_) + "/feed.xml");
+  EXPECT_OK(other);
+  EXPECT_FALSE(other.tls_resumed);
+  EXPECT_EQ(h.c->stats().tls_handshakes, 3u);
+  EXPECT_EQ(h.c->stats().tls_resumed, 1u);
+}
+
 TEST_F(NginxClient, HttpsRejectedWithoutTheCa) {
   harness h;  // system CA store only
   std::string u = "https://localhost:" + std::to_string(tls_port_) + "/feed.xml";

@@ -1,6 +1,8 @@
 // TLS client session against an in-process OpenSSL server over memory: a real handshake
 // with certificates made for each case (good, expired, not yet valid, unknown CA, wrong
-// name), and application data both ways after it.
+// name), application data both ways after it, and session resumption from the context's
+// ticket cache (a second handshake to the same host resumes, another host or a server
+// that cannot decrypt the ticket gets a full handshake).
 #include "feedplane/net/tls_client.h"
 
 #include <gtest/gtest.h>
@@ -28,11 +30,17 @@ struct server {
   SSL* ssl = nullptr;
   BIO* in = nullptr;
   BIO* out = nullptr;
-  server(const key_and_cert& leaf, const key_and_cert* chain) {
-    ctx = SSL_CTX_new(TLS_server_method());
-    SSL_CTX_use_certificate(ctx, leaf.cert);
-    SSL_CTX_use_PrivateKey(ctx, leaf.key);
-    if (chain) SSL_CTX_add1_chain_cert(ctx, chain->cert);
+  // shared: another server's context (its ticket keys), or null for a new one.
+  server(const key_and_cert& leaf, const key_and_cert* chain, SSL_CTX* shared = nullptr) {
+    if (shared != nullptr) {
+      SSL_CTX_up_ref(shared);
+      ctx = shared;
+    } else {
+      ctx = SSL_CTX_new(TLS_server_method());
+      SSL_CTX_use_certificate(ctx, leaf.cert);
+      SSL_CTX_use_PrivateKey(ctx, leaf.key);
+      if (chain) SSL_CTX_add1_chain_cert(ctx, chain->cert);
+    }
     ssl = SSL_new(ctx);
     in = BIO_new(BIO_s_mem());
     out = BIO_new(BIO_s_mem());
@@ -57,7 +65,10 @@ res pump_handshake(tls_session& c, server& s) {
     ERR_clear_error();
     char buf[16384];
     int n;
-    while ((n = BIO_read(s.out, buf, sizeof buf)) > 0) c.feed(buf, static_cast<size_t>(n));
+    while ((n = BIO_read(s.out, buf, sizeof buf)) > 0) {
+      c.feed(buf, static_cast<size_t>(n));  // read in place...
+      c.release_input();                    // ... so kept before buf is reused
+    }
     if (r != res::want_io) return r;
   }
   return res::want_io;
@@ -124,9 +135,14 @@ TEST_F(Tls, HandshakeAndDataBothWays) {
   std::string back;
   int k;
   std::string plain;
-  // Deliver in small pieces: records split across feeds must reassemble.
-  while ((k = BIO_read(s.out, buf, 777)) > 0) {
-    c.feed(buf, static_cast<size_t>(k));
+  // Deliver in small pieces: records split across feeds must reassemble (in place: each
+  // piece is read up to want_io before the next overwrites the buffer).
+  char wire_in[777];
+  // The output kept for take_output, and the handshake's unread tail copied by
+  // release_input (freed once read).
+  const size_t held = c.buffered_bytes();
+  while ((k = BIO_read(s.out, wire_in, sizeof wire_in)) > 0) {
+    c.feed(wire_in, static_cast<size_t>(k));
     while (true) {
       auto r = c.read(buf, sizeof buf, &n);
       if (r != res::ok) {
@@ -135,12 +151,134 @@ TEST_F(Tls, HandshakeAndDataBothWays) {
       }
       plain.append(buf, n);
     }
+    c.release_input();
+    EXPECT_LE(c.buffered_bytes(), held);  // want_io: every fed byte was read, nothing copied
   }
   EXPECT_EQ(plain, big);
 
   SSL_shutdown(s.ssl);
-  while ((k = BIO_read(s.out, buf, sizeof buf)) > 0) c.feed(buf, static_cast<size_t>(k));
+  while ((k = BIO_read(s.out, wire_in, sizeof wire_in)) > 0) {
+    c.feed(wire_in, static_cast<size_t>(k));
+    c.release_input();
+  }
   EXPECT_EQ(c.read(buf, sizeof buf, &n), res::closed);
+}
+
+// Moves the server's post-handshake messages (TLS 1.3 tickets) to the client and lets it
+// read them, as the first response read would.
+void deliver_tickets(tls_session& c, server& s) {
+  char buf[16384];
+  size_t n = 0;
+  SSL_read_ex(s.ssl, buf, sizeof buf, &n);  // the server sends its tickets after Finished
+  ERR_clear_error();
+  int k;
+  while ((k = BIO_read(s.out, buf, sizeof buf)) > 0) {
+    c.feed(buf, static_cast<size_t>(k));
+    c.release_input();
+  }
+  EXPECT_EQ(c.read(buf, sizeof buf, &n), res::want_io);
+}
+
+TEST_F(Tls, SecondHandshakeToTheSameHostResumes) {
+  auto leaf = make_cert("localhost", &ca_, "DNS:localhost,DNS:other", -k_day, k_day, false);
+  server first(leaf, nullptr);
+  {
+    tls_session c;
+    ASSERT_TRUE(c.start(*ctx_, "localhost", true, 443));
+    ASSERT_EQ(pump_handshake(c, first), res::ok);
+    EXPECT_FALSE(c.resumed());
+    deliver_tickets(c, first);
+  }
+  auto st = ctx_->session_stats();
+  EXPECT_EQ(st.hosts, 1u);
+  EXPECT_GE(st.tickets, 1u);
+  EXPECT_LE(st.tickets, 2u);  // OpenSSL sends two; at most two are kept per host
+  const size_t before = st.tickets;
+
+  // Same host, port and verification: resumes, and the ticket is used up (TLS 1.3).
+  server second(leaf, nullptr, first.ctx);
+  tls_session c2;
+  ASSERT_TRUE(c2.start(*ctx_, "localhost", true, 443));
+  EXPECT_EQ(ctx_->session_stats().tickets, before - 1);
+  ASSERT_EQ(pump_handshake(c2, second), res::ok);
+  EXPECT_TRUE(c2.resumed());
+  EXPECT_TRUE(SSL_session_reused(second.ssl));
+
+  // Another host name (same server, same certificate): no ticket offered, full handshake.
+  server third(leaf, nullptr, first.ctx);
+  tls_session c3;
+  ASSERT_TRUE(c3.start(*ctx_, "other", true, 443));
+  ASSERT_EQ(pump_handshake(c3, third), res::ok);
+  EXPECT_FALSE(c3.resumed());
+
+  // The same host on another port, or unverified, is another cache entry too.
+  server fourth(leaf, nullptr, first.ctx);
+  tls_session c4;
+  ASSERT_TRUE(c4.start(*ctx_, "localhost", false, 443));
+  ASSERT_EQ(pump_handshake(c4, fourth), res::ok);
+  EXPECT_FALSE(c4.resumed());
+}
+
+TEST_F(Tls, TicketTheServerCannotDecryptFallsBackToAFullHandshake) {
+  auto leaf = make_cert("localhost", &ca_, "DNS:localhost", -k_day, k_day, false);
+  {
+    server first(leaf, nullptr);
+    tls_session c;
+    ASSERT_TRUE(c.start(*ctx_, "localhost", true, 8443));
+    ASSERT_EQ(pump_handshake(c, first), res::ok);
+    deliver_tickets(c, first);
+  }
+  ASSERT_GE(ctx_->session_stats().tickets, 1u);
+  // A restarted server: new ticket keys, the offered ticket is rejected.
+  server restarted(leaf, nullptr);
+  tls_session c;
+  ASSERT_TRUE(c.start(*ctx_, "localhost", true, 8443));
+  EXPECT_EQ(ctx_->session_stats().offered, 1u);
+  ASSERT_EQ(pump_handshake(c, restarted), res::ok) << c.detail();
+  EXPECT_FALSE(c.resumed());
+  std::string req = "ping";
+  ASSERT_EQ(c.write(req.data(), req.size()), res::ok);
+}
+
+TEST_F(Tls, CacheIsBoundedPerHostAndInHosts) {
+  std::string err;
+  auto small = tls_context::create(ca_file_, &err, /*session_hosts=*/2);
+  ASSERT_TRUE(small) << err;
+  auto leaf = make_cert("localhost", &ca_, "DNS:localhost", -k_day, k_day, false);
+  server srv(leaf, nullptr);
+  for (uint16_t port : {1, 2, 3}) {
+    for (int rep = 0; rep < 3; ++rep) {
+      server s(leaf, nullptr, srv.ctx);
+      tls_session c;
+      ASSERT_TRUE(c.start(*small, "localhost", true, port));
+      ASSERT_EQ(pump_handshake(c, s), res::ok);
+      deliver_tickets(c, s);
+    }
+  }
+  auto st = small->session_stats();
+  EXPECT_EQ(st.hosts, 2u);    // the least recently used host (port 1) was dropped
+  EXPECT_LE(st.tickets, 4u);  // two per host
+  EXPECT_GT(st.evicted, 0u);
+  // Port 1's ticket is gone: full handshake; port 3's is there: resumed.
+  for (auto [port, resumes] : {std::pair<uint16_t, bool>{1, false}, {3, true}}) {
+    server s(leaf, nullptr, srv.ctx);
+    tls_session c;
+    ASSERT_TRUE(c.start(*small, "localhost", true, port));
+    ASSERT_EQ(pump_handshake(c, s), res::ok);
+    EXPECT_EQ(c.resumed(), resumes) << port;
+  }
+  // No resumption at all with session_hosts = 0.
+  auto none = tls_context::create(ca_file_, &err, 0);
+  ASSERT_TRUE(none) << err;
+  for (int i = 0; i < 2; ++i) {
+    server s(leaf, nullptr, srv.ctx);
+    tls_session c;
+    ASSERT_TRUE(c.start(*none, "localhost", true, 443));
+    ASSERT_EQ(pump_handshake(c, s), res::ok);
+    deliver_tickets(c, s);
+    EXPECT_FALSE(c.resumed());
+  }
+  EXPECT_EQ(none->session_stats().tickets, 0u);
 }
 
 TEST_F(Tls, IpLiteralHost) {

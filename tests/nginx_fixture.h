@@ -67,7 +67,9 @@ class nginx_server {
 
   // Starts nginx with the given server blocks and waits until `wait_port` accepts.
   // Returns an empty string or a message (with the end of the error log).
-  std::string start(std::string server_blocks, uint16_t wait_port, int workers = 1) {
+  // worker_connections: per worker (benchmarks with thousands of connections raise it).
+  std::string start(std::string server_blocks, uint16_t wait_port, int workers = 1,
+                    int worker_connections = 4096) {
     std::string d = dir_.string();
     for (size_t p; (p = server_blocks.find("@DIR@")) != std::string::npos;)
       server_blocks.replace(p, 5, d);
@@ -75,7 +77,8 @@ class nginx_server {
         << "worker_processes " << workers << ";\n"
         << "error_log " << d << "/error.log warn;\n"
         << "pid " << d << "/nginx.pid;\n"
-        << "events { worker_connections 4096; }\n"
+        << "worker_rlimit_nofile " << worker_connections * 2 + 64 << ";\n"
+        << "events { worker_connections " << worker_connections << "; }\n"
         << "http {\n"
         << "  access_log off;\n"
         << "  client_body_temp_path " << d << "/tmp/body;\n"

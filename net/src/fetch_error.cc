@@ -53,6 +53,8 @@ constexpr errc_entry k_table[] = {
     {"unsupported_content_encoding", "the body uses a Content-Encoding we cannot decode"},
     {"total_timeout", "the whole fetch did not finish within the total timeout"},
     {"cancelled", "the fetch was cancelled"},
+    {"too_many_in_flight",
+     "the client already runs its maximum of fetches in flight; retry when one finishes"},
     {"internal", "internal error"},
 };
 static_assert(sizeof(k_table) / sizeof(k_table[0]) ==

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <memory>
 
 #include "feedplane/base/ascii.h"
 #include "feedplane/net/http_response.h"
@@ -16,8 +17,10 @@
 namespace feedplane::net {
 
 namespace {
-constexpr size_t k_recv_buf = size_t{16} * 1024;  // one TLS record
+constexpr size_t k_plain_buf = size_t{16} * 1024;  // one TLS record of plaintext
 constexpr uint32_t k_max_stale_retries = 2;
+// Free conn objects kept for reuse; beyond it they go back to the allocator (reap timer).
+constexpr size_t k_conn_reserve = 64;
 
 bool is_redirect(int s) { return s == 301 || s == 302 || s == 303 || s == 307 || s == 308; }
 
@@ -59,35 +62,52 @@ struct http_client::host_pool {
   uint16_t port = 0;
   bool https = false;
   bool insecure = false;
-  uint32_t open = 0;         // connections counted against per_host_connections
-  std::vector<conn*> idle;   // keep-alive connections ready for a request
-  std::deque<txn*> waiting;  // fetches waiting for a connection slot
+  uint32_t open = 0;        // connections counted against per_host_connections
+  std::vector<conn*> idle;  // keep-alive connections ready for a request
+  // Fetches waiting for a connection slot: an intrusive FIFO through txn::wprev/wnext (no
+  // allocation per queued fetch, O(1) removal on cancel).
+  txn* wait_head = nullptr;
+  txn* wait_tail = nullptr;
+  bool waiting_empty() const { return wait_head == nullptr; }
 };
 
-// One fetch, across its redirects. Pooled: strings keep their capacity between fetches.
+// One fetch, across its redirects. A slot of the txn slab: strings, the parser and the
+// result keep their capacity between fetches, so a fetch in steady state allocates nothing.
 struct http_client::txn {
   http_client* client = nullptr;
-  uint64_t id = 0;
+  uint64_t id = 0;  // generation << 32 | (slot index + 1)
+  uint32_t index = 0;
+  bool active = false;
   done_fn done = nullptr;
   void* ctx = nullptr;
   fetch_request req;
   url cur;
   std::vector<std::string> visited;  // every URL of the chain, for loop detection
+  size_t nvisited = 0;               // visited[0, nvisited) are this chain's (rest: capacity)
   fetch_result result;
+  // Header strings beyond result.headers.size(), kept with their capacity for the next
+  // response (a vector's clear or shrink would free them).
+  std::vector<std::pair<std::string, std::string>> spare_headers;
   std::string wire_body;
+  response_parser parser;  // the response on the connection carrying this fetch
   timer total;
   conn* c = nullptr;                // the connection carrying it, if any
   host_pool* waiting_in = nullptr;  // the pool whose queue holds it, if any
+  txn* wprev = nullptr;             // links in waiting_in's queue
+  txn* wnext = nullptr;
   std::chrono::steady_clock::time_point started;
   uint64_t max_body = 0;
   uint32_t stale_retries = 0;
 };
 
-// One TCP (+TLS) connection. Pooled; freed only when no io_uring op refers to it (ops_).
+// One TCP (+TLS) connection. Its object is reused or freed (reap timer) only once closed
+// and no io_uring op refers to it (ops). No receive buffer of its own (provided buffers),
+// no parser (the txn's), output buffers only while sending.
 struct http_client::conn {
   enum class state : uint8_t { resolving, connecting, handshaking, busy, idle, closing, free };
   http_client* client = nullptr;
   host_pool* pool = nullptr;
+  size_t slot = 0;  // its index in conns_
   state st = state::free;
   int fd = -1;
   uint32_t ops = 0;  // io_uring ops in flight that carry this conn as context
@@ -98,16 +118,13 @@ struct http_client::conn {
   uint64_t dns_id = 0;
   tls_session tls;
   txn* t = nullptr;
-  response_parser parser;
-  std::string out;  // bytes being sent (owned by the kernel while sending)
+  std::string out;  // bytes being sent (owned by the kernel while sending); pooled
   size_t out_off = 0;
-  std::string pending;  // bytes queued while a send is in flight
+  std::string pending;  // bytes queued while a send is in flight (TLS output lands here)
   bool sending = false;
   bool receiving = false;
   bool got_bytes = false;  // any response byte for the current request
   uint32_t served = 0;     // responses completed on this connection
-  std::unique_ptr<char[]> rbuf{new char[k_recv_buf]};
-  std::unique_ptr<char[]> pbuf;  // TLS plaintext
   timer conn_timer;
   timer idle_timer;
 };
@@ -170,10 +187,12 @@ std::unique_ptr<http_client> http_client::create(loop& l, const client_options& 
   c->dns_ = dns_resolver::create(opt.dns, error);
   if (!c->dns_) return nullptr;
   c->dns_->set_watch_fn(&http_client::dns_watch, c.get());
-  c->tls_ = tls_context::create(opt.ca_file, error);
+  c->tls_ = tls_context::create(opt.ca_file, error, opt.tls_session_hosts);
   if (!c->tls_) return nullptr;
+  c->plain_.reset(new char[k_plain_buf]);
   c->dns_timer_.set(&http_client::on_dns_timer, c.get());
   c->gc_timer_.set(&http_client::on_gc_timer, c.get());
+  c->reap_timer_.set(&http_client::on_reap_timer, c.get());
   l.arm(c->gc_timer_, std::max<uint32_t>(1, opt.pool_gc_interval_ms));
   return c;
 }
@@ -186,34 +205,70 @@ http_client::~http_client() {
   }
   loop_.disarm(dns_timer_);
   loop_.disarm(gc_timer_);
+  loop_.disarm(reap_timer_);
   for (auto& c : conns_) {
     loop_.disarm(c->conn_timer);
     loop_.disarm(c->idle_timer);
     if (c->fd >= 0) ::close(c->fd);
   }
-  for (auto& [id, t] : active_) loop_.disarm(t->total);
+  for (auto& t : txns_) loop_.disarm(t->total);
+}
+
+size_t http_client::connection_memory() const {
+  size_t total =
+      bufs_.bytes() + conns_.capacity() * sizeof(conns_[0]) + conn_free_.capacity() * sizeof(conn*);
+  for (const auto& c : conns_) {
+    total += sizeof(conn) + c->out.capacity() + c->pending.capacity() +
+             c->addrs.capacity() * sizeof(ip_address) + c->tls.buffered_bytes();
+  }
+  return total;
+}
+
+size_t http_client::fetch_state_memory() const {
+  size_t total = txns_.capacity() * sizeof(txns_[0]) + txn_free_.capacity() * sizeof(uint32_t);
+  for (const auto& t : txns_) {
+    total += sizeof(txn) + t->wire_body.capacity() + t->parser.body().capacity() +
+             t->result.body.capacity();
+    for (const auto& v : t->visited) total += v.capacity();
+  }
+  return total;
 }
 
 // ---------------------------------------------------------------- fetches
 
-uint64_t http_client::fetch(const fetch_request& req, done_fn done, void* ctx) {
-  std::unique_ptr<txn> owned;
-  if (!txn_free_.empty()) {
-    owned = std::move(txn_free_.back());
-    txn_free_.pop_back();
-  } else {
-    owned = std::make_unique<txn>();
+http_client::txn* http_client::alloc_txn() {
+  if (txn_free_.empty()) {
+    auto t = std::make_unique<txn>();
+    t->client = this;
+    t->index = static_cast<uint32_t>(txns_.size());
+    t->id = uint64_t{t->index} + 1;
+    t->total.set(&http_client::on_total_timeout, t.get());
+    txns_.push_back(std::move(t));
+    txn_free_.reserve(txns_.size());  // finish() pushes without allocating
+    return txns_.back().get();
   }
-  txn* t = owned.release();  // owned by active_ until finish() returns it to txn_free_
-  t->client = this;
-  t->id = next_id_++;
+  txn* t = txns_[txn_free_.back()].get();
+  txn_free_.pop_back();
+  // Next generation, same slot: an old id no longer matches.
+  t->id = ((t->id >> 32) + 1) << 32 | (uint64_t{t->index} + 1);
+  return t;
+}
+
+// Why it is fast: the txn is a reused slab slot whose strings, parser and result keep
+// their capacity, so a fetch on a pooled connection allocates nothing.
+uint64_t http_client::fetch(const fetch_request& req, done_fn done, void* ctx) {
+  txn* t = alloc_txn();
+  t->active = true;
+  ++active_;
   t->done = done;
   t->ctx = ctx;
   t->req = req;
   t->c = nullptr;
+  t->cur.host.clear();  // final_url of a fetch refused before its URL is parsed: req.url
   t->waiting_in = nullptr;
+  t->wprev = t->wnext = nullptr;
   t->stale_retries = 0;
-  t->visited.clear();
+  t->nvisited = 0;
   auto& r = t->result;
   r.error = fetch_error::ok;
   r.detail.clear();
@@ -222,19 +277,23 @@ uint64_t http_client::fetch(const fetch_request& req, done_fn done, void* ctx) {
   r.redirects.clear();
   r.wire_bytes = 0;
   r.decoded_bytes = 0;
-  r.headers.clear();
+  set_header_count(t, 0);
   r.body.clear();
   for (auto* f : {&r.etag, &r.last_modified, &r.cache_control, &r.expires, &r.retry_after,
                   &r.content_type, &r.content_encoding, &r.im})
     f->clear();
   r.reused_connection = false;
+  r.tls_resumed = false;
   t->started = std::chrono::steady_clock::now();
   t->max_body = req.max_body ? req.max_body : opt_.max_body;
-  active_.emplace(t->id, t);
-  t->total.set(&http_client::on_total_timeout, t);
   loop_.arm(t->total, req.total_timeout_ms ? req.total_timeout_ms : opt_.total_timeout_ms);
 
   uint64_t id = t->id;
+  if (opt_.max_in_flight != 0 && active_ > opt_.max_in_flight) {
+    ++stats_.refused_in_flight;
+    finish(t, fetch_error::too_many_in_flight);
+    return id;
+  }
   for (const auto& [name, value] : req.headers) {
     if (!header_name_ok(name) || !header_text_ok(value)) {
       finish(t, fetch_error::bad_request_header, name);
@@ -251,19 +310,21 @@ uint64_t http_client::fetch(const fetch_request& req, done_fn done, void* ctx) {
     finish(t, unsupported ? fetch_error::unsupported_scheme : fetch_error::bad_url, req.url);
     return id;
   }
-  t->visited.push_back(t->cur.str());
+  visit(t, t->cur);
   start_hop(t);
   return id;
 }
 
 void http_client::cancel(uint64_t id) {
-  auto it = active_.find(id);
-  if (it != active_.end()) finish(it->second, fetch_error::cancelled);
+  const uint64_t i = (id & 0xffffffffu) - 1;
+  if (i >= txns_.size()) return;
+  txn* t = txns_[i].get();
+  if (t->active && t->id == id) finish(t, fetch_error::cancelled);
 }
 
 void http_client::start_hop(txn* t) {
   scratch_.assign(t->cur.https ? "s:" : "h:");
-  scratch_ += t->cur.authority();
+  t->cur.append_authority(scratch_);
   bool insecure = t->cur.https && t->req.insecure;
   if (insecure) scratch_ += "!";
   auto& slot = pools_[scratch_];
@@ -291,7 +352,47 @@ void http_client::start_hop(txn* t) {
     return;
   }
   t->waiting_in = &p;
-  p.waiting.push_back(t);
+  t->wprev = p.wait_tail;
+  t->wnext = nullptr;
+  (p.wait_tail ? p.wait_tail->wnext : p.wait_head) = t;
+  p.wait_tail = t;
+}
+
+void http_client::unwait(txn* t) {
+  host_pool& p = *t->waiting_in;
+  (t->wprev ? t->wprev->wnext : p.wait_head) = t->wnext;
+  (t->wnext ? t->wnext->wprev : p.wait_tail) = t->wprev;
+  t->wprev = t->wnext = nullptr;
+  t->waiting_in = nullptr;
+}
+
+void http_client::set_header_count(txn* t, size_t n) {
+  auto& h = t->result.headers;
+  while (h.size() > n) {
+    t->spare_headers.push_back(std::move(h.back()));
+    h.pop_back();
+  }
+  while (h.size() < n) {
+    if (t->spare_headers.empty()) {
+      h.emplace_back();
+    } else {
+      h.push_back(std::move(t->spare_headers.back()));
+      t->spare_headers.pop_back();
+    }
+  }
+}
+
+void http_client::visit(txn* t, const url& u) {
+  if (t->nvisited == t->visited.size()) t->visited.emplace_back();
+  std::string& v = t->visited[t->nvisited++];
+  v.clear();
+  u.append_str(v);
+}
+
+bool http_client::visited(const txn* t, std::string_view u) {
+  for (size_t i = 0; i < t->nvisited; ++i)
+    if (t->visited[i] == u) return true;
+  return false;
 }
 
 void http_client::finish(txn* t, fetch_error e, std::string detail) {
@@ -304,25 +405,27 @@ void http_client::finish(txn* t, fetch_error e, std::string detail) {
     close_conn(c);
     if (p) pump_pool(*p);
   }
-  if (t->waiting_in) {
-    auto& w = t->waiting_in->waiting;
-    w.erase(std::remove(w.begin(), w.end(), t), w.end());
-    t->waiting_in = nullptr;
-  }
+  if (t->waiting_in) unwait(t);
   auto& r = t->result;
   r.error = e;
   if (e != fetch_error::ok) {
     r.detail = std::move(detail);
     r.body.clear();
   }
-  r.final_url = t->cur.host.empty() ? t->req.url : t->cur.str();
+  r.final_url.clear();
+  if (t->cur.host.empty()) {
+    r.final_url = t->req.url;
+  } else {
+    t->cur.append_str(r.final_url);
+  }
   r.decoded_bytes = r.body.size();
   r.elapsed_ms = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
                                            std::chrono::steady_clock::now() - t->started)
                                            .count());
-  active_.erase(t->id);
+  t->active = false;
+  --active_;
   if (t->done) t->done(t->ctx, t->id, r);
-  txn_free_.emplace_back(t);
+  txn_free_.push_back(t->index);  // capacity reserved at the slab's growth: no allocation
 }
 
 void http_client::on_total_timeout(void* ctx) {
@@ -357,8 +460,10 @@ http_client::conn* http_client::new_conn(host_pool& p, txn* t) {
     conns_.push_back(std::make_unique<conn>());
     c = conns_.back().get();
     c->client = this;
+    c->slot = conns_.size() - 1;
     c->conn_timer.set(&http_client::on_conn_timeout, c);
     c->idle_timer.set(&http_client::on_idle_timeout, c);
+    c->tls.set_output(&c->pending);
   }
   c->pool = &p;
   ++p.open;
@@ -458,11 +563,11 @@ void http_client::on_connect_cqe(conn* c, const completion& cq) {
   }
   if (c->pool->https) {
     c->st = conn::state::handshaking;
-    if (!c->pbuf) c->pbuf.reset(new char[k_recv_buf]);
-    if (!c->tls.start(*tls_, c->pool->host, !c->pool->insecure)) {
+    if (!c->tls.start(*tls_, c->pool->host, !c->pool->insecure, c->pool->port)) {
       conn_failed(c, c->tls.error(), c->tls.detail());
       return;
     }
+    c->tls.set_output(&c->pending);
     drive_tls(c);
     return;
   }
@@ -472,14 +577,14 @@ void http_client::on_connect_cqe(conn* c, const completion& cq) {
 }
 
 void http_client::drive_tls(conn* c) {
+  if (c->pending.capacity() < string_pool::k_min) bufs_.take(c->pending);
   auto r = c->tls.handshake();
-  if (c->tls.has_output()) {
-    c->tls.take_output(c->sending ? c->pending : c->out);
-    flush_out(c);
-  }
+  flush_out(c);
   if (r == tls_session::result::ok) {
     loop_.disarm(c->conn_timer);
     c->st = conn::state::busy;
+    ++stats_.tls_handshakes;
+    if (c->tls.resumed()) ++stats_.tls_resumed;
     send_request(c);
     return;
   }
@@ -493,7 +598,9 @@ void http_client::drive_tls(conn* c) {
 }
 
 void http_client::queue_out(conn* c, std::string_view bytes) {
-  (c->sending ? c->pending : c->out).append(bytes);
+  std::string& o = c->sending ? c->pending : c->out;
+  if (o.capacity() < string_pool::k_min) bufs_.take(o);
+  o.append(bytes);
 }
 
 void http_client::send_request(conn* c) {
@@ -505,7 +612,7 @@ void http_client::send_request(conn* c) {
   b += "GET ";
   b += u.target;
   b += " HTTP/1.1\r\nHost: ";
-  b += u.authority();
+  u.append_authority(b);
   b += "\r\nUser-Agent: ";
   b += opt_.user_agent;
   b += "\r\nAccept: */*\r\n";
@@ -531,16 +638,17 @@ void http_client::send_request(conn* c) {
   response_limits lim;
   lim.max_body = t->max_body;
   lim.max_header_bytes = opt_.max_header_bytes;
-  c->parser.set_limits(lim);
-  c->parser.reset();
+  t->parser.set_limits(lim);
+  t->parser.reset();
   c->got_bytes = false;
   t->result.reused_connection = c->served > 0;
+  t->result.tls_resumed = c->pool->https && c->tls.resumed();
   if (c->pool->https) {
+    if (c->pending.capacity() < string_pool::k_min) bufs_.take(c->pending);
     if (c->tls.write(b.data(), b.size()) != tls_session::result::ok) {
       conn_failed(c, fetch_error::tls_error, c->tls.detail());
       return;
     }
-    c->tls.take_output(c->sending ? c->pending : c->out);
   } else {
     queue_out(c, b);
   }
@@ -551,9 +659,14 @@ void http_client::send_request(conn* c) {
 void http_client::flush_out(conn* c) {
   if (c->sending || c->st == conn::state::closing) return;
   if (c->out_off >= c->out.size()) {
-    c->out.clear();
     c->out_off = 0;
-    if (c->pending.empty()) return;
+    if (c->pending.empty()) {
+      // Nothing to send: the buffers go back to the pool, an idle connection keeps none.
+      bufs_.give(c->out);
+      bufs_.give(c->pending);
+      return;
+    }
+    c->out.clear();
     c->out.swap(c->pending);
   }
   auto id = loop_.send(c->fd, c->out.data() + c->out_off, c->out.size() - c->out_off,
@@ -589,14 +702,15 @@ void http_client::on_send_cqe(conn* c, const completion& cq) {
   flush_out(c);
 }
 
+// A provided buffer of the loop is lent only while the receive completes: a connection
+// waiting for bytes (or idle) holds none.
 void http_client::arm_recv(conn* c) {
   if (c->receiving || c->st == conn::state::closing) return;
-  auto id = loop_.recv(c->fd, c->rbuf.get(), k_recv_buf,
-                       handler{[](void* x, const completion& cq) {
-                                 auto* cc = static_cast<conn*>(x);
-                                 cc->client->on_recv_cqe(cc, cq);
-                               },
-                               c, 0});
+  auto id = loop_.recv_provided(c->fd, handler{[](void* x, const completion& cq) {
+                                                 auto* cc = static_cast<conn*>(x);
+                                                 cc->client->on_recv_cqe(cc, cq);
+                                               },
+                                               c, 0});
   if (!id.valid()) {
     conn_failed(c, fetch_error::internal, "io_uring op slab full");
     return;
@@ -613,6 +727,10 @@ void http_client::on_recv_cqe(conn* c, const completion& cq) {
     maybe_free(c);
     return;
   }
+  if (cq.res == -ENOBUFS) {
+    arm_recv(c);  // the loop's buffers ran dry: they are back once this turn's callbacks ran
+    return;
+  }
   if (cq.res < 0) {
     conn_failed(c, cq.res == -ECONNRESET ? fetch_error::connection_reset : fetch_error::recv_failed,
                 std::strerror(-cq.res));
@@ -622,41 +740,50 @@ void http_client::on_recv_cqe(conn* c, const completion& cq) {
     handle_eof(c);
     return;
   }
-  size_t n = static_cast<size_t>(cq.res);
-  if (c->st == conn::state::handshaking) {
-    c->tls.feed(c->rbuf.get(), n);
-    drive_tls(c);
-    return;
-  }
-  if (c->st == conn::state::idle) {
-    return;  // not armed while idle; defensive
-  }
+  const char* data = reinterpret_cast<const char*>(cq.data.data());
+  const size_t n = cq.data.size();
+  if (c->st == conn::state::idle) return;  // not armed while idle; defensive
   if (c->pool->https) {
-    c->tls.feed(c->rbuf.get(), n);
-    while (true) {
-      size_t got = 0;
-      auto r = c->tls.read(c->pbuf.get(), k_recv_buf, &got);
-      if (r == tls_session::result::ok) {
-        if (handle_plain(c, c->pbuf.get(), got)) return;  // response finished
-        continue;
-      }
-      if (r == tls_session::result::closed) {
-        handle_eof(c);
-        return;
-      }
-      if (r == tls_session::result::error) {
-        conn_failed(c, c->tls.error(), c->tls.detail());
-        return;
-      }
-      break;  // want_io
-    }
-    if (c->tls.has_output()) {  // e.g. a key update answer
-      c->tls.take_output(c->sending ? c->pending : c->out);
-      flush_out(c);
-    }
-  } else if (handle_plain(c, c->rbuf.get(), n)) {
+    on_tls_bytes(c, data, n);
     return;
   }
+  if (handle_plain(c, data, n)) return;
+  if (c->t != nullptr) arm_recv(c);
+}
+
+// Ciphertext in a provided buffer: OpenSSL reads it in place and decrypts into the client's
+// scratch, from which the response is parsed. What it leaves unread is copied before the
+// buffer goes back to the loop (rare: a record split at the end of a response).
+// Why it is fast: no copy before decryption, no per-connection buffer to touch.
+void http_client::on_tls_bytes(conn* c, const char* data, size_t n) {
+  c->tls.feed(data, n);
+  struct keep_unread {
+    conn* c;
+    ~keep_unread() { c->tls.release_input(); }  // a closed conn's session is reset: no-op
+  } guard{c};
+  if (c->st == conn::state::handshaking) {
+    drive_tls(c);
+    // After the handshake, the rest of this buffer (a ticket, the response) is read below.
+    if (c->st != conn::state::busy) return;
+  }
+  while (true) {
+    size_t got = 0;
+    auto r = c->tls.read(plain_.get(), k_plain_buf, &got);
+    if (r == tls_session::result::ok) {
+      if (handle_plain(c, plain_.get(), got)) return;  // response finished
+      continue;
+    }
+    if (r == tls_session::result::closed) {
+      handle_eof(c);
+      return;
+    }
+    if (r == tls_session::result::error) {
+      conn_failed(c, c->tls.error(), c->tls.detail());
+      return;
+    }
+    break;  // want_io
+  }
+  if (!c->pending.empty()) flush_out(c);  // e.g. a key update answer
   if (c->t != nullptr) arm_recv(c);
 }
 
@@ -665,9 +792,9 @@ bool http_client::handle_plain(conn* c, const char* data, size_t n) {
   if (c->t == nullptr) return true;
   c->got_bytes = true;
   size_t used = 0;
-  auto s = c->parser.feed(data, n, &used);
+  auto s = c->t->parser.feed(data, n, &used);
   if (s == response_parser::status::error) {
-    conn_failed(c, c->parser.error(), {});
+    conn_failed(c, c->t->parser.error(), {});
     return true;
   }
   if (s == response_parser::status::done) {
@@ -689,11 +816,11 @@ void http_client::handle_eof(conn* c) {
     if (p) pump_pool(*p);
     return;
   }
-  if (c->parser.feed_eof() == response_parser::status::done) {
+  if (c->t->parser.feed_eof() == response_parser::status::done) {
     on_response(c, false);
     return;
   }
-  conn_failed(c, c->parser.error(), {});
+  conn_failed(c, c->t->parser.error(), {});
 }
 
 void http_client::conn_failed(conn* c, fetch_error e, std::string detail) {
@@ -719,23 +846,22 @@ void http_client::conn_failed(conn* c, fetch_error e, std::string detail) {
 }
 
 void http_client::pump_pool(host_pool& p) {
-  while (!p.waiting.empty() && p.open < std::max<uint32_t>(1, opt_.per_host_connections)) {
-    txn* t = p.waiting.front();
-    p.waiting.pop_front();
-    t->waiting_in = nullptr;
+  while (!p.waiting_empty() && p.open < std::max<uint32_t>(1, opt_.per_host_connections)) {
+    txn* t = p.wait_head;
+    unwait(t);
     new_conn(p, t);
   }
 }
 
 void http_client::on_response(conn* c, bool reusable) {
   txn* t = c->t;
-  response_parser& rp = c->parser;
+  response_parser& rp = t->parser;
   auto& r = t->result;
   r.status = rp.status_code();
   r.wire_bytes += rp.wire_bytes();
   // Copy what the caller sees before the parser serves the next request on this conn.
   auto hs = rp.headers();
-  r.headers.resize(hs.size());
+  set_header_count(t, hs.size());
   for (size_t i = 0; i < hs.size(); ++i) {
     r.headers[i].first.assign(hs[i].name);
     r.headers[i].second.assign(hs[i].value);
@@ -758,7 +884,8 @@ void http_client::on_response(conn* c, bool reusable) {
   bool redirect = is_redirect(r.status);
   std::string loc_copy;
   if (redirect) loc_copy.assign(location);
-  // Swap buffers instead of copying: the parser keeps the capacity of the last body.
+  // Swap buffers instead of copying: the parser keeps the capacity of the last body (the
+  // parser and both buffers belong to the txn, not to the connection).
   t->wire_body.swap(rp.body());
   rp.body().clear();
 
@@ -785,7 +912,7 @@ void http_client::on_response(conn* c, bool reusable) {
     hop.status = r.status;
     hop.permanent = r.status == 301 || r.status == 308;
     r.redirects.push_back(hop);
-    if (std::find(t->visited.begin(), t->visited.end(), hop.to) != t->visited.end()) {
+    if (visited(t, hop.to)) {
       finish(t, fetch_error::redirect_loop, hop.to);
       return;
     }
@@ -793,7 +920,7 @@ void http_client::on_response(conn* c, bool reusable) {
       finish(t, fetch_error::too_many_redirects, std::to_string(opt_.max_redirects));
       return;
     }
-    t->visited.push_back(hop.to);
+    visit(t, next);
     t->cur = std::move(next);
     start_hop(t);
     return;
@@ -813,10 +940,9 @@ void http_client::release(conn* c, bool reusable, host_pool& p) {
     pump_pool(p);
     return;
   }
-  if (!p.waiting.empty()) {
-    txn* next = p.waiting.front();
-    p.waiting.pop_front();
-    next->waiting_in = nullptr;
+  if (!p.waiting_empty()) {
+    txn* next = p.wait_head;
+    unwait(next);
     c->st = conn::state::busy;
     ++stats_.connections_reused;
     assign(c, next);
@@ -877,12 +1003,44 @@ void http_client::maybe_free(conn* c) {
   if (c->fd >= 0) ::close(c->fd);
   c->fd = -1;
   c->tls.reset();
+  bufs_.give(c->out);
+  bufs_.give(c->pending);
+  c->out_off = 0;
   c->st = conn::state::free;
   conn_free_.push_back(c);
+  // Not deleted here: callers up the stack may still look at c. The reap timer runs from
+  // the loop, where nothing refers to a free conn.
+  if (conn_free_.size() > k_conn_reserve && !reap_timer_.armed()) loop_.arm(reap_timer_, 1);
+}
+
+void http_client::on_reap_timer(void* ctx) {
+  auto* self = static_cast<http_client*>(ctx);
+  while (self->conn_free_.size() > k_conn_reserve) {
+    conn* c = self->conn_free_.back();
+    self->conn_free_.pop_back();
+    // Swap-remove from conns_ (its slot index moves with the last conn).
+    auto& v = self->conns_;
+    const size_t i = c->slot;
+    v[i].swap(v.back());
+    v[i]->slot = i;
+    v.pop_back();  // deletes c (closed, no op in flight, timers disarmed)
+    ++self->stats_.connection_objects_freed;
+  }
+  if (self->conns_.capacity() > 2 * self->conns_.size() + 64) self->conns_.shrink_to_fit();
+  if (self->conn_free_.capacity() > 2 * k_conn_reserve) self->conn_free_.shrink_to_fit();
 }
 
 void http_client::shutdown() {
-  while (!active_.empty()) finish(active_.begin()->second, fetch_error::cancelled);
+  // A callback may start fetches: sweep until none is left.
+  for (bool any = true; any;) {
+    any = false;
+    for (size_t i = 0; i < txns_.size(); ++i) {
+      if (txns_[i]->active) {
+        finish(txns_[i].get(), fetch_error::cancelled);
+        any = true;
+      }
+    }
+  }
   for (auto& c : conns_) close_conn(c.get());
   for (auto& [fd, e] : dns_fds_) {
     e.mask = 0;
@@ -890,6 +1048,7 @@ void http_client::shutdown() {
   }
   loop_.disarm(dns_timer_);
   loop_.disarm(gc_timer_);
+  loop_.disarm(reap_timer_);
 }
 
 bool http_client::quiescent() const {
@@ -951,13 +1110,39 @@ void http_client::on_dns_poll(void* ctx, const completion& cq) {
   self->arm_dns_timer();
 }
 
+// Destroys and rebuilds x: unlike assigning a fresh object (a std::string moved from an
+// empty one keeps its own buffer), this frees every buffer x held.
+template <class T>
+void rebuild(T& x) {
+  std::destroy_at(&x);
+  std::construct_at(&x);
+}
+
+void http_client::trim() {
+  for (uint32_t i : txn_free_) {
+    txn& t = *txns_[i];
+    rebuild(t.req);
+    rebuild(t.cur);
+    rebuild(t.visited);
+    rebuild(t.result);
+    rebuild(t.spare_headers);
+    rebuild(t.wire_body);
+    rebuild(t.parser);
+  }
+  bufs_.clear();
+  rebuild(scratch_);
+}
+
 void http_client::on_gc_timer(void* ctx) {
   auto* self = static_cast<http_client*>(ctx);
+  // With nothing in flight, the buffers of the fetch slots and the output pool go back to
+  // the allocator: a burst of thousands of fetches does not keep its memory for life.
+  if (self->active_ == 0) self->trim();
   // Runs from the loop's timer dispatch, never inside a client call, so no host_pool
   // reference is live on the stack. A pool with no connection and no waiting fetch is
   // referenced by nothing (conns drop their pool pointer when they close).
   std::erase_if(self->pools_, [](const auto& kv) {
-    return kv.second->open == 0 && kv.second->waiting.empty() && kv.second->idle.empty();
+    return kv.second->open == 0 && kv.second->waiting_empty() && kv.second->idle.empty();
   });
   self->loop_.arm(self->gc_timer_, std::max<uint32_t>(1, self->opt_.pool_gc_interval_ms));
 }

@@ -829,23 +829,9 @@ size_t http_server::connection_memory() const {
   return total;
 }
 
-void http_server::take_buffer(std::string& s) {
-  if (!buf_pool_.empty()) {
-    s.swap(buf_pool_.back());
-    buf_pool_.pop_back();
-  }
-}
+void http_server::take_buffer(std::string& s) { buf_pool_.take(s); }
 
-void http_server::give_buffer(std::string& s) {
-  s.clear();
-  // Keep a bounded number of moderately sized buffers; the rest go back to the allocator.
-  if (s.capacity() >= 64 && s.capacity() <= size_t{256} * 1024 && buf_pool_.size() < 4096) {
-    buf_pool_.emplace_back();
-    buf_pool_.back().swap(s);
-  } else {
-    std::string().swap(s);
-  }
-}
+void http_server::give_buffer(std::string& s) { buf_pool_.give(s); }
 
 http_server::input_block http_server::take_input(size_t want) {
   // The smallest pooled block that is large enough, else the largest (the caller grows it).

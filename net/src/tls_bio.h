@@ -1,7 +1,8 @@
-// The network side of a server TLS connection: a BIO that reads ciphertext from the bytes
-// just received (in place, from the provided buffer) and hands what OpenSSL writes to a
-// callback (the connection's pooled output). One per http_server, shared by all its SSLs:
-// the server points `io` at the connection before each OpenSSL call, on its own thread.
+// The network side of a TLS connection, server or client: a BIO that reads ciphertext from
+// the bytes just received (in place, from the provided buffer) and hands what OpenSSL
+// writes to a callback (the connection's pooled output). One per http_server and one per
+// tls_context (client), shared by all their SSLs: the owner points `io` at the connection
+// before each OpenSSL call, on its own thread.
 #pragma once
 
 #include <cstddef>

@@ -5,6 +5,10 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
+#include <cstring>
+
+#include "tls_bio.h"
+
 namespace feedplane::net {
 
 namespace {
@@ -44,15 +48,26 @@ fetch_error classify_verify(long v) {
   }
 }
 
+// Every call into OpenSSL for a session goes through bind()/unbind(): the one BIO of the
+// context reads this session's unread ciphertext and appends to its output string.
+void append_output(void* sink, const char* p, size_t n) {
+  static_cast<std::string*>(sink)->append(p, n);
+}
+
 }  // namespace
 
-std::unique_ptr<tls_context> tls_context::create(const std::string& ca_file, std::string* error) {
+std::unique_ptr<tls_context> tls_context::create(const std::string& ca_file, std::string* error,
+                                                 uint32_t session_hosts) {
   SSL_CTX* c = SSL_CTX_new(TLS_client_method());
   if (c == nullptr) {
     *error = "SSL_CTX_new failed: " + ssl_error_string();
     return nullptr;
   }
+  std::unique_ptr<tls_context> t(new tls_context());
+  t->ctx_ = c;
   SSL_CTX_set_min_proto_version(c, TLS1_2_VERSION);
+  // RELEASE_BUFFERS: OpenSSL's record buffers are freed while empty (an idle connection
+  // keeps none).
   SSL_CTX_set_mode(c, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS);
   int ok = ca_file.empty() ? SSL_CTX_set_default_verify_paths(c)
                            : SSL_CTX_load_verify_locations(c, ca_file.c_str(), nullptr);
@@ -60,27 +75,134 @@ std::unique_ptr<tls_context> tls_context::create(const std::string& ca_file, std
     *error = (ca_file.empty() ? std::string("cannot load the system CA store")
                               : "cannot load CA file " + ca_file) +
              ": " + ssl_error_string();
-    SSL_CTX_free(c);
     return nullptr;
   }
   SSL_CTX_set_verify(c, SSL_VERIFY_PEER, nullptr);
-  return std::unique_ptr<tls_context>(new tls_context(c));
+  // Client-side cache kept by us, per host (OpenSSL's internal store is keyed by session
+  // id, useless to a client): new_session hands every ticket over.
+  SSL_CTX_set_session_cache_mode(c, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
+  SSL_CTX_sess_set_new_cb(c, &tls_context::on_new_session);
+  t->session_hosts_ = session_hosts;
+  t->io_ = std::make_unique<tls_bio_io>();
+  t->io_->write = &append_output;
+  t->bio_ = tls_bio_new(t->io_.get());
+  if (t->bio_ == nullptr) {
+    *error = "BIO_new failed: " + ssl_error_string();
+    return nullptr;
+  }
+  return t;
 }
 
-tls_context::~tls_context() { SSL_CTX_free(ctx_); }
+tls_context::~tls_context() {
+  clear_sessions();
+  BIO_free(bio_);  // the context's reference; every SSL held its own
+  SSL_CTX_free(ctx_);
+}
+
+tls_context::cache_stats tls_context::session_stats() const {
+  cache_stats s;
+  s.stored = stored_;
+  s.offered = offered_;
+  s.evicted = evicted_;
+  s.hosts = sessions_.size();
+  s.tickets = tickets_;
+  return s;
+}
+
+void tls_context::clear_sessions() {
+  while (!sessions_.empty()) drop_host(sessions_.begin());
+}
+
+void tls_context::drop_host(std::unordered_map<std::string, host_entry>::iterator it) {
+  host_entry& e = it->second;
+  for (uint32_t i = 0; i < e.n; ++i) SSL_SESSION_free(e.s[i]);
+  tickets_ -= e.n;
+  lru_.erase(e.lru);
+  sessions_.erase(it);
+}
+
+SSL_SESSION* tls_context::take_session(const std::string& key) {
+  auto it = sessions_.find(key);
+  if (it == sessions_.end()) return nullptr;
+  host_entry& e = it->second;
+  SSL_SESSION* s = e.s[e.n - 1];  // the newest
+  if (SSL_SESSION_get_protocol_version(s) >= TLS1_3_VERSION) {
+    // Single use (RFC 8446 C.4: reusing a ticket lets an observer link connections).
+    --e.n;
+    --tickets_;
+    if (e.n == 0) {
+      lru_.erase(e.lru);
+      sessions_.erase(it);
+    }
+  } else {
+    SSL_SESSION_up_ref(s);  // TLS 1.2: reusable; the cache keeps its reference
+    lru_.splice(lru_.begin(), lru_, e.lru);
+  }
+  ++offered_;
+  return s;
+}
+
+void tls_context::put_session(const std::string& key, SSL_SESSION* s) {
+  auto [it, fresh] = sessions_.try_emplace(key);
+  host_entry& e = it->second;
+  if (fresh) {
+    lru_.push_front(&it->first);  // node keys never move
+    e.lru = lru_.begin();
+  } else {
+    lru_.splice(lru_.begin(), lru_, e.lru);
+  }
+  if (e.n == k_per_host) {  // keep the newest two
+    SSL_SESSION_free(e.s[0]);
+    e.s[0] = e.s[1];
+    --e.n;
+    --tickets_;
+    ++evicted_;
+  }
+  e.s[e.n++] = s;
+  ++tickets_;
+  ++stored_;
+  while (sessions_.size() > session_hosts_) {
+    auto victim = sessions_.find(*lru_.back());
+    evicted_ += victim->second.n;
+    drop_host(victim);
+  }
+}
+
+int tls_context::on_new_session(SSL* ssl, SSL_SESSION* s) {
+  auto* t = static_cast<tls_session*>(SSL_get_app_data(ssl));
+  if (t == nullptr || t->ctx_ == nullptr || t->key_.empty() || t->ctx_->session_hosts_ == 0 ||
+      SSL_SESSION_is_resumable(s) != 1)
+    return 0;  // not kept: OpenSSL frees it
+  t->ctx_->put_session(t->key_, s);
+  return 1;  // the cache holds the reference
+}
 
 tls_session::~tls_session() { reset(); }
 
 void tls_session::reset() {
-  if (ssl_ != nullptr) SSL_free(ssl_);  // frees both BIOs
+  if (ssl_ != nullptr) {
+    // SSL_free of a connection not shut down marks its session (in TLS 1.3 the last
+    // ticket received, which the cache holds) not resumable. Closing a healthy connection
+    // without close_notify is ordinary for HTTP/1.1 keep-alive: say it was shut down.
+    if (handshake_done_ && error_ == fetch_error::ok)
+      SSL_set_shutdown(ssl_, SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
+    SSL_free(ssl_);  // drops its reference to the context's BIO
+  }
   ssl_ = nullptr;
-  rbio_ = wbio_ = nullptr;
+  ctx_ = nullptr;
+  key_.clear();
+  in_ = nullptr;
+  in_len_ = 0;
+  in_owned_ = false;
+  std::string().swap(in_buf_);
+  own_out_.clear();
+  sink_ = &own_out_;
   handshake_done_ = false;
   error_ = fetch_error::ok;
   detail_.clear();
 }
 
-bool tls_session::start(tls_context& ctx, const std::string& host, bool verify) {
+bool tls_session::start(tls_context& ctx, const std::string& host, bool verify, uint16_t port) {
   reset();
   ssl_ = SSL_new(ctx.native());
   if (ssl_ == nullptr) {
@@ -88,19 +210,10 @@ bool tls_session::start(tls_context& ctx, const std::string& host, bool verify) 
     detail_ = ssl_error_string();
     return false;
   }
-  rbio_ = BIO_new(BIO_s_mem());
-  wbio_ = BIO_new(BIO_s_mem());
-  if (rbio_ == nullptr || wbio_ == nullptr) {
-    BIO_free(rbio_);
-    BIO_free(wbio_);
-    rbio_ = wbio_ = nullptr;
-    error_ = fetch_error::tls_error;
-    detail_ = "BIO_new failed";
-    return false;
-  }
-  // An empty read BIO reports "retry" rather than EOF.
-  BIO_set_mem_eof_return(rbio_, -1);
-  SSL_set_bio(ssl_, rbio_, wbio_);
+  ctx_ = &ctx;
+  SSL_set_app_data(ssl_, this);
+  BIO_up_ref(ctx.bio_);  // the SSL's reference (one for both directions)
+  SSL_set_bio(ssl_, ctx.bio_, ctx.bio_);
   SSL_set_connect_state(ssl_);
   in6_addr a6;
   in_addr a4;
@@ -121,7 +234,42 @@ bool tls_session::start(tls_context& ctx, const std::string& host, bool verify) 
   } else {
     SSL_set_verify(ssl_, SSL_VERIFY_NONE, nullptr);
   }
+  if (port != 0 && ctx.session_hosts_ > 0) {
+    key_.assign(host);
+    key_ += ':';
+    key_ += std::to_string(port);
+    if (!verify) key_ += '!';
+    if (SSL_SESSION* s = ctx.take_session(key_)) {
+      // A ticket OpenSSL will not use (expired, other protocol) just means a full handshake.
+      SSL_set_session(ssl_, s);
+      SSL_SESSION_free(s);  // the SSL holds its own reference
+    }
+  }
   return true;
+}
+
+bool tls_session::resumed() const {
+  return ssl_ != nullptr && handshake_done_ && SSL_session_reused(ssl_) == 1;
+}
+
+void tls_session::bind() {
+  tls_bio_io& io = *ctx_->io_;
+  io.in = in_;
+  io.in_len = in_len_;
+  io.ctx = sink_;
+}
+
+void tls_session::unbind() {
+  tls_bio_io& io = *ctx_->io_;
+  in_ = io.in;
+  in_len_ = io.in_len;
+  io.in_len = 0;
+  if (in_len_ == 0 && in_owned_) {
+    // Everything kept by release_input() is read: give the copy back.
+    std::string().swap(in_buf_);
+    in_owned_ = false;
+    in_ = nullptr;
+  }
 }
 
 tls_session::result tls_session::fail_from(int ret, bool in_handshake) {
@@ -151,7 +299,9 @@ tls_session::result tls_session::fail_from(int ret, bool in_handshake) {
 tls_session::result tls_session::handshake() {
   if (handshake_done_) return result::ok;
   if (ssl_ == nullptr) return result::error;
+  bind();
   int r = SSL_do_handshake(ssl_);
+  unbind();
   if (r == 1) {
     handshake_done_ = true;
     return result::ok;
@@ -160,31 +310,56 @@ tls_session::result tls_session::handshake() {
 }
 
 void tls_session::feed(const char* data, size_t n) {
-  if (rbio_ != nullptr && n > 0) BIO_write(rbio_, data, static_cast<int>(n));
+  if (ssl_ == nullptr || n == 0) return;
+  if (in_len_ == 0) {
+    if (in_owned_) {
+      std::string().swap(in_buf_);
+      in_owned_ = false;
+    }
+    in_ = data;  // borrowed until release_input()
+    in_len_ = n;
+    return;
+  }
+  // Unread bytes before these (rare: a record split at the end of a response): copy both.
+  if (in_owned_) {
+    in_buf_.erase(0, static_cast<size_t>(in_ - in_buf_.data()));
+  } else {
+    in_buf_.assign(in_, in_len_);
+  }
+  in_buf_.append(data, n);
+  in_ = in_buf_.data();
+  in_len_ = in_buf_.size();
+  in_owned_ = true;
 }
 
-bool tls_session::has_output() const { return wbio_ != nullptr && BIO_ctrl_pending(wbio_) > 0; }
+void tls_session::release_input() {
+  if (in_len_ == 0 || in_owned_) return;
+  in_buf_.assign(in_, in_len_);
+  in_ = in_buf_.data();
+  in_owned_ = true;
+}
 
 size_t tls_session::take_output(std::string& out) {
-  if (wbio_ == nullptr) return 0;
-  size_t pending = BIO_ctrl_pending(wbio_);
-  if (pending == 0) return 0;
-  size_t old = out.size();
-  out.resize(old + pending);
-  int got = BIO_read(wbio_, out.data() + old, static_cast<int>(pending));
-  out.resize(old + (got > 0 ? static_cast<size_t>(got) : 0));
-  return out.size() - old;
+  const size_t n = own_out_.size();
+  out.append(own_out_);
+  own_out_.clear();
+  return n;
 }
 
 tls_session::result tls_session::write(const char* data, size_t n) {
   if (ssl_ == nullptr) return result::error;
   size_t done = 0;
+  bind();
   while (done < n) {
     size_t written = 0;
     int r = SSL_write_ex(ssl_, data + done, n - done, &written);
-    if (r != 1) return fail_from(r, false);
+    if (r != 1) {
+      unbind();
+      return fail_from(r, false);
+    }
     done += written;
   }
+  unbind();
   return result::ok;
 }
 
@@ -192,7 +367,9 @@ tls_session::result tls_session::read(char* buf, size_t cap, size_t* got) {
   *got = 0;
   if (ssl_ == nullptr) return result::error;
   size_t n = 0;
+  bind();
   int r = SSL_read_ex(ssl_, buf, cap, &n);
+  unbind();
   if (r == 1) {
     *got = n;
     return result::ok;

@@ -149,27 +149,42 @@ uri_parts split_uri(std::string_view s) {
 
 }  // namespace
 
-std::string url::authority() const {
-  std::string a;
+void url::append_authority(std::string& a) const {
   if (ipv6_literal) {
     a.push_back('[');
     a += host;
     a.push_back(']');
   } else {
-    a = host;
+    a += host;
   }
   if (!default_port()) {
+    char buf[8];
+    char* e = buf + sizeof buf;
+    char* p = e;
+    uint32_t v = port;
+    do *--p = char('0' + v % 10);
+    while ((v /= 10) != 0);
     a.push_back(':');
-    a += std::to_string(port);
+    a.append(p, e);
   }
+}
+
+std::string url::authority() const {
+  std::string a;
+  append_authority(a);
   return a;
 }
 
-std::string url::str() const {
-  std::string s(scheme());
+void url::append_str(std::string& s) const {
+  s += scheme();
   s += "://";
-  s += authority();
+  append_authority(s);
   s += target;
+}
+
+std::string url::str() const {
+  std::string s;
+  append_str(s);
   return s;
 }
 
@@ -182,7 +197,13 @@ bool parse_url(std::string_view text, url& out, bool* unsupported_scheme) {
   for (char c : scheme) {
     if (!is_scheme_char(c)) return false;
   }
-  url u;
+  // Parsed into out directly: its strings keep their capacity.
+  url& u = out;
+  u.https = false;
+  u.host.clear();
+  u.port = 0;
+  u.target.clear();
+  u.ipv6_literal = false;
   if (ascii_iequals(scheme, "https")) {
     u.https = true;
   } else if (!ascii_iequals(scheme, "http")) {
@@ -199,7 +220,6 @@ bool parse_url(std::string_view text, url& out, bool* unsupported_scheme) {
   if (auto hash = rest.find('#'); hash != std::string_view::npos) rest = rest.substr(0, hash);
   if (rest.empty() || rest[0] != '/') u.target.push_back('/');
   append_target_bytes(u.target, rest);
-  out = std::move(u);
   return true;
 }
 

@@ -839,7 +839,9 @@ void crawler::pump() {
   while (!blocked && !heap_.empty() && heap_.top().first <= now) {
     // Credits: each fetch in flight holds one write slot (its articles and state travel in
     // one write), so a finished fetch always finds room; a full ring starts nothing.
-    if (in_flight_ >= cfg_.max_in_flight || in_flight_ + 1 > ring.free_slots()) {
+    // The client's own cap (client_options::max_in_flight, when it is shared) too.
+    if (in_flight_ >= cfg_.max_in_flight || in_flight_ + 1 > ring.free_slots() ||
+        !s_.client->can_fetch()) {
       credit_stalls_->add();
       blocked = true;
       break;
@@ -949,6 +951,12 @@ void crawler::fetched(uint64_t fetch_id, net::fetch_result& r) {
   s->fetch_id = 0;
   if (stopping_ || r.error == net::fetch_error::cancelled) return;  // nothing learnt
   const int64_t now = wall_ms();
+  if (r.error == net::fetch_error::too_many_in_flight) {
+    // The client refused at once (backpressure, checked by pump first): not an error of
+    // the source; it is fetched again as soon as the pump runs.
+    schedule(*s, now, reason::credit);
+    return;
+  }
   crawl_record& c = s->rec;
   const int64_t previous_fetch_ms = c.last_fetch_ms;
   c.last_fetch_ms = now;

@@ -54,6 +54,7 @@ enum class fetch_error : uint8_t {
   unsupported_content_encoding,
   total_timeout,
   cancelled,
+  too_many_in_flight,  // refused at once: max_in_flight fetches are running (backpressure)
   internal,
 };
 

@@ -3,6 +3,14 @@
 // permanent or not), conditional requests, RFC 3229 `A-IM: feed`, gzip/deflate, a body
 // cap, and a distinct fetch_error for every failure. Knows nothing about feeds.
 //
+// Memory: a connection holds no buffer of its own while idle. Receives use the loop's
+// provided buffers (lent only while a recv completes, as the server's), TLS reads them in
+// place and decrypts into one per-client scratch, request and TLS output borrow pooled
+// strings while there is something to send, and the response parser belongs to the fetch
+// (per-fetch state is a slab of reused txns, ids index it). Idle connections are closed
+// after idle_timeout_ms or beyond max_idle_connections, and their objects freed (a few
+// are kept for reuse). connection_memory() says what connections hold now.
+//
 // Threading and lifetime: one client per loop, used on the loop's thread only. Before
 // destroying it call shutdown() and run the loop until quiescent() (every io_uring op it
 // started has completed); the destructor asserts nothing but frees memory the kernel
@@ -11,7 +19,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -23,6 +30,7 @@
 #include "feedplane/net/dns.h"
 #include "feedplane/net/fetch_error.h"
 #include "feedplane/net/loop.h"
+#include "feedplane/net/string_pool.h"
 #include "feedplane/net/tls_client.h"
 #include "feedplane/net/url.h"
 
@@ -58,6 +66,14 @@ struct client_options {
   // link-local or metadata fails with address_not_allowed, checked on every connection,
   // so after every redirect too. Pinned names are exempt: the pin is the operator's word.
   bool allow_private = true;
+  // Fetches in flight at once (redirect hops and waiting for a connection included); 0 =
+  // unlimited. fetch() beyond it fails at once with too_many_in_flight (the callback runs
+  // before fetch() returns): the caller's backpressure signal, checkable first with
+  // can_fetch().
+  uint32_t max_in_flight = 0;
+  // Hosts whose TLS session tickets are kept for resumption (two each; least recently used
+  // dropped beyond it). 0: every HTTPS connection does a full handshake.
+  uint32_t tls_session_hosts = 4096;
 };
 
 struct fetch_request {
@@ -95,6 +111,7 @@ struct fetch_result {
   uint64_t decoded_bytes = 0;  // body.size()
   uint64_t elapsed_ms = 0;
   bool reused_connection = false;  // the final response came over a pooled connection
+  bool tls_resumed = false;        // ... over a TLS connection whose handshake resumed a session
 
   // Where a crawler should move its stored URL: the target of the last hop of the unbroken
   // run of permanent redirects (301/308) at the start of the chain; empty when the first
@@ -122,8 +139,10 @@ class http_client {
   http_client& operator=(const http_client&) = delete;
 
   // Starts a fetch; returns its id (never 0). `done` is always called exactly once,
-  // possibly before fetch() returns (bad URL).
+  // possibly before fetch() returns (bad URL, too_many_in_flight).
   uint64_t fetch(const fetch_request& req, done_fn done, void* ctx);
+  // False when fetch() would be refused with too_many_in_flight (max_in_flight reached).
+  bool can_fetch() const { return opt_.max_in_flight == 0 || active_ < opt_.max_in_flight; }
   // Fails the fetch with `cancelled` (its callback runs now).
   void cancel(uint64_t id);
 
@@ -131,8 +150,24 @@ class http_client {
   void shutdown();
   // True when no io_uring operation of this client is in flight.
   bool quiescent() const;
-  size_t in_flight() const { return active_.size(); }
+  size_t in_flight() const { return active_; }
   size_t host_pools() const { return pools_.size(); }
+  // Connections in some host's idle pool now.
+  size_t idle_connections() const { return idle_total_; }
+  // Connection objects allocated now: open, closing, or kept free for reuse (a bounded
+  // number beyond the open ones).
+  size_t connection_objects() const { return conns_.size(); }
+  // Heap bytes held by connection state now: the connection objects, their output and
+  // address buffers and TLS input copies (not OpenSSL's own per-connection state).
+  size_t connection_memory() const;
+  // Heap bytes held by per-fetch state (the txn slab: parsers, bodies, results).
+  size_t fetch_state_memory() const;
+  // Releases the buffers of fetch slots not in use and of the output buffer pool (the
+  // slots themselves stay: ids index them). The pool-collection timer does it when no
+  // fetch is in flight; the next fetches allocate again until warm.
+  void trim();
+  // The TLS ticket cache (sessions kept per host for resumption).
+  tls_context::cache_stats tls_sessions() const { return tls_->session_stats(); }
   // The pinned address of host:port (its own pin, else the "*" pin of the port), or null.
   const ip_address* pinned(std::string_view host, uint16_t port) const;
 
@@ -142,6 +177,10 @@ class http_client {
     uint64_t retries_on_stale = 0;
     uint64_t recv_completions = 0;  // io_uring recv CQEs (per fetch: how batched reads are)
     uint64_t send_completions = 0;
+    uint64_t tls_handshakes = 0;            // TLS handshakes completed
+    uint64_t tls_resumed = 0;               // of which resumed a cached session (a ticket)
+    uint64_t refused_in_flight = 0;         // fetches refused with too_many_in_flight
+    uint64_t connection_objects_freed = 0;  // conn objects returned to the allocator
   };
   const counters& stats() const { return stats_; }
 
@@ -160,7 +199,15 @@ class http_client {
   http_client(loop& l, const client_options& opt);
 
   // txn lifecycle
+  txn* alloc_txn();
   void start_hop(txn* t);
+  void unwait(txn* t);  // takes t out of its pool's waiting queue
+  // Records u in the chain; visited(): u is already in it (redirect loop detection).
+  static void visit(txn* t, const url& u);
+  static bool visited(const txn* t, std::string_view u);
+  // Resizes t's result headers to n, moving strings to and from a spare list so that their
+  // buffers survive from one response to the next.
+  static void set_header_count(txn* t, size_t n);
   void finish(txn* t, fetch_error e, std::string detail = {});
   static void on_total_timeout(void* ctx);
 
@@ -181,6 +228,7 @@ class http_client {
   void release(conn* c, bool reusable, host_pool& p);
   void close_conn(conn* c);
   void maybe_free(conn* c);
+  static void on_reap_timer(void* ctx);
   static void on_dns(void* ctx, fetch_error e, const std::vector<ip_address>& addrs);
   bool addresses_allowed(const std::vector<ip_address>& addrs) const;
   static void on_conn_timeout(void* ctx);
@@ -188,6 +236,7 @@ class http_client {
   void on_connect_cqe(conn* c, const completion& cq);
   void on_send_cqe(conn* c, const completion& cq);
   void on_recv_cqe(conn* c, const completion& cq);
+  void on_tls_bytes(conn* c, const char* data, size_t n);
 
   // DNS fd readiness through loop poll requests
   static void dns_watch(void* ctx, int fd, bool readable, bool writable);
@@ -204,14 +253,19 @@ class http_client {
   content_decoder decoder_;
   std::unordered_map<std::string, std::unique_ptr<host_pool>> pools_;
   std::unordered_map<std::string, ip_address> pins_;  // "host:port" (or "*:port") -> address
-  std::unordered_map<uint64_t, txn*> active_;
-  std::vector<std::unique_ptr<txn>> txn_free_;
-  std::vector<std::unique_ptr<conn>> conns_;  // every conn object, live or closing
-  std::vector<conn*> conn_free_;
-  uint64_t next_id_ = 1;
+  // Per-fetch state: a slab that grows with the peak in flight; a fetch id is the slot's
+  // generation (high 32 bits) and index + 1 (low 32 bits), so cancel() needs no map.
+  std::vector<std::unique_ptr<txn>> txns_;
+  std::vector<uint32_t> txn_free_;            // free slot indices
+  size_t active_ = 0;                         // fetches in flight
+  std::vector<std::unique_ptr<conn>> conns_;  // every conn object, live, closing or free
+  std::vector<conn*> conn_free_;              // freed conns, kept for reuse (bounded)
+  timer reap_timer_;         // returns free conn objects beyond the reserve to the allocator
   uint32_t idle_total_ = 0;  // connections in some pool's idle list
   counters stats_;
   std::string scratch_;
+  string_pool bufs_;               // output buffers lent to busy connections
+  std::unique_ptr<char[]> plain_;  // TLS plaintext scratch (responses are parsed from it)
 
   std::unordered_map<int, dns_watch_entry> dns_fds_;
   uint32_t dns_polls_in_flight_ = 0;

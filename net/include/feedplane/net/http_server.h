@@ -29,6 +29,7 @@
 
 #include "feedplane/net/http_request.h"
 #include "feedplane/net/loop.h"
+#include "feedplane/net/string_pool.h"
 
 struct libdeflate_compressor;
 typedef struct bio_st BIO;
@@ -383,7 +384,7 @@ class http_server {
   std::string tls_last_error_;
   libdeflate_compressor* gz_ = nullptr;
   std::string gz_buf_;
-  std::vector<std::string> buf_pool_;
+  string_pool buf_pool_;
   int64_t date_sec_ = -1;
   char date_[32] = {};
   int64_t lm_sec_ = -1;  // last Last-Modified value formatted into lm_

@@ -22,13 +22,17 @@ struct url {
   std::string authority() const;
   // The canonical absolute form: scheme://authority/target.
   std::string str() const;
+  // The same, appended to out (no allocation when out has the capacity).
+  void append_authority(std::string& out) const;
+  void append_str(std::string& out) const;
   friend bool operator==(const url&, const url&) = default;
 };
 
 // Parses an absolute http or https URL. Scheme and host are case-insensitive and are
 // lower-cased; bytes that may not appear raw in a request target (controls, space,
 // non-ASCII) are percent-encoded. Userinfo is dropped. Returns false for anything else
-// (other schemes set *unsupported_scheme when given).
+// (other schemes set *unsupported_scheme when given); out is then unspecified. out's
+// strings keep their capacity (a reused url parses without allocating).
 bool parse_url(std::string_view text, url& out, bool* unsupported_scheme = nullptr);
 
 // Resolves `ref` (absolute, scheme-relative, absolute-path, or relative, as in a Location
