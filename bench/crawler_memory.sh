@@ -5,6 +5,8 @@
 # them imported through OPML, waits until every source was fetched once, and prints VmRSS
 # before the import (no sources) and after; then restarts feedplane on the same data and
 # prints VmRSS once the sources are loaded from the store (no fetch is due for an hour).
+# max_in_flight is 256 per shard: the farm is one loop on a shared machine, and thousands
+# of fetches queued at it would time out (5 s) rather than fetch.
 #   bench/crawler_memory.sh FEEDPLANE FEEDS [SHARDS]    (OUT=dir keeps the files)
 set -euo pipefail
 bin=$1 feeds=$2 shards=${3:-2}
@@ -32,6 +34,7 @@ min_interval_s = 3600
 max_interval_s = 86400
 per_domain_rate = 0
 per_domain_connections = 4
+max_in_flight = 256
 TOML
 export FEEDPLANE_ADMIN_TOKEN=memory-bench-token
 auth="Authorization: Bearer $FEEDPLANE_ADMIN_TOKEN"

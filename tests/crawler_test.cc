@@ -283,8 +283,7 @@ crawl_record sample_record() {
   r.moved_to = "https://new.example/feed";
   r.moved_count = 2;
   r.history.observe(1'699'990'000, history_params());
-  r.hints.ttl_s = 3600;
-  r.hints.skip_days = 3;
+  r.hints = feed::fetch_hints{.ttl_s = 3600, .skip_days = 3};
   for (uint64_t i = 1; i <= 5; ++i)
     r.seen.push_back(feed::seen_record::from_hashes(i * 0x9e3779b97f4a7c15ull, i, i * 77));
   r.seen_limit = 20;
@@ -334,7 +333,7 @@ TEST(Records, OlderVersionsLoadAndConvert) {
   v3[0] = 3;
   crawl_record b3;
   ASSERT_EQ(decode(v3, b3), record_errc::ok);
-  EXPECT_TRUE(b3.hints.empty());
+  EXPECT_TRUE(b3.hints.get().empty());
   EXPECT_EQ(b3.history.since_s(), r.history.since_s());
   EXPECT_EQ(b3.seen, back.seen);
   // Version 2: no posting history either.

@@ -708,16 +708,17 @@ void crawler::status_on_owner(status_task& t) const {
     b += "null}, ";
   }
   // The publisher's own hints from its last document (0 and []: not said).
+  const feed::fetch_hints hints = c.hints.get();
   b += fmt::format("\"feed_hints\": {{\"ttl_s\": {}, \"update_s\": {}, \"skip_hours\": [",
-                   c.hints.ttl_s, c.hints.update_s);
+                   hints.ttl_s, hints.update_s);
   for (int h = 0, n = 0; h < 24; ++h) {
-    if ((c.hints.skip_hours >> h & 1u) != 0) b += fmt::format("{}{}", n++ != 0 ? ", " : "", h);
+    if ((hints.skip_hours >> h & 1u) != 0) b += fmt::format("{}{}", n++ != 0 ? ", " : "", h);
   }
   b += "], \"skip_days\": [";
   static constexpr const char* k_days[7] = {"Sunday",   "Monday", "Tuesday", "Wednesday",
                                             "Thursday", "Friday", "Saturday"};
   for (int d = 0, n = 0; d < 7; ++d) {
-    if ((c.hints.skip_days >> d & 1u) != 0)
+    if ((hints.skip_days >> d & 1u) != 0)
       b += fmt::format("{}\"{}\"", n++ != 0 ? ", " : "", k_days[d]);
   }
   b += "]}, ";
@@ -957,8 +958,8 @@ void crawler::fetched(uint64_t fetch_id, net::fetch_result& r) {
   crawl_fields& c = s->rec;
   const int64_t previous_fetch_ms = c.last_fetch_ms;
   c.last_fetch_ms = now;
-  c.last_status = uint32_t(r.status);
-  c.last_bytes = r.wire_bytes;
+  c.last_status = uint16_t(std::clamp(r.status, 0, int(UINT16_MAX)));
+  c.last_bytes = uint32_t(std::min<uint64_t>(r.wire_bytes, UINT32_MAX));
   c.last_new = 0;
   ++c.fetches;
   note_redirects(*s, r);
@@ -1068,7 +1069,7 @@ void crawler::schedule_after_success(source& s, const net::fetch_result& r, int6
   // The feed's own hints, from its last parsed document (a 304 or an unchanged document
   // keeps them): the same ceiling bounds them.
   feed_hint_rule rule = feed_hint_rule::none;
-  at = bound_by_feed_hints(s.rec.hints, now, at, bounds_.ceiling_s, &rule);
+  at = bound_by_feed_hints(s.rec.hints.get(), now, at, bounds_.ceiling_s, &rule);
   if (rule == feed_hint_rule::ttl) why = reason::feed_ttl;
   if (rule == feed_hint_rule::update_period) why = reason::feed_update_period;
   if (rule == feed_hint_rule::skip) why = reason::feed_skip;
@@ -1085,7 +1086,7 @@ void crawler::note_redirects(source& s, const net::fetch_result& r) {
     return;
   }
   if (s.text.get(source_text::moved_to) == to) {
-    ++c.moved_count;
+    c.moved_count = uint8_t(std::min(c.moved_count + 1, 3));
   } else {
     s.text.set(source_text::moved_to, to);
     c.moved_count = 1;
@@ -1215,7 +1216,7 @@ void crawler::ingest(source& s, net::fetch_result& r, int64_t now, int64_t previ
     }
   }
   c.consecutive_errors = 0;
-  c.last_new = uint32_t(articles.size());
+  c.last_new = uint16_t(articles.size());  // at most k_credit
   c.last_outcome = uint8_t(articles.empty() ? outcome::no_new_entries : outcome::new_entries);
   count(outcome(c.last_outcome));
   s.fetched = true;

@@ -132,10 +132,11 @@ void encode_fields(const crawl_record& r, uint8_t version, std::string& out) {
   put_str(out, r.moved_to);
   put_u32(out, r.moved_count);
   r.history.encode(out);
-  put_u32(out, r.hints.ttl_s);
-  put_u32(out, r.hints.update_s);
-  put_u32(out, r.hints.skip_hours);
-  put_u8(out, r.hints.skip_days);
+  const feed::fetch_hints h = r.hints.get();
+  put_u32(out, h.ttl_s);
+  put_u32(out, h.update_s);
+  put_u32(out, h.skip_hours);
+  put_u8(out, h.skip_days);
 }
 }  // namespace
 
@@ -173,9 +174,9 @@ record_errc decode(std::string_view in, crawl_record& r) {
   r.next_fetch_ms = int64_t(rd.u64());
   r.next_reason = rd.u8();
   r.last_fetch_ms = int64_t(rd.u64());
-  r.last_status = rd.u32();
-  r.last_bytes = rd.u64();
-  r.last_new = rd.u32();
+  r.last_status = uint16_t(std::min<uint32_t>(rd.u32(), UINT16_MAX));
+  r.last_bytes = uint32_t(std::min<uint64_t>(rd.u64(), UINT32_MAX));
+  r.last_new = uint16_t(std::min<uint32_t>(rd.u32(), UINT16_MAX));
   r.last_outcome = rd.u8();
   r.consecutive_errors = rd.u32();
   r.last_error = rd.str();
@@ -183,7 +184,7 @@ record_errc decode(std::string_view in, crawl_record& r) {
   r.articles = rd.u64();
   r.flags = rd.u8();
   r.moved_to = rd.str();
-  r.moved_count = rd.u32();
+  r.moved_count = uint8_t(std::min<uint32_t>(rd.u32(), UINT8_MAX));
   r.history = posting_history();
   if (version != k_crawl_version_without_history) {
     const char* h = nullptr;
@@ -191,13 +192,14 @@ record_errc decode(std::string_view in, crawl_record& r) {
     if (!r.history.decode(std::string_view(h, posting_history::k_encoded_size)))
       return record_errc::bad_field;
   }
-  r.hints = feed::fetch_hints();
+  feed::fetch_hints h;
   if (version >= k_crawl_version_wide_seen) {
-    r.hints.ttl_s = rd.u32();
-    r.hints.update_s = rd.u32();
-    r.hints.skip_hours = rd.u32() & ((1u << 24) - 1);
-    r.hints.skip_days = rd.u8() & 0x7f;
+    h.ttl_s = rd.u32();
+    h.update_s = rd.u32();
+    h.skip_hours = rd.u32() & ((1u << 24) - 1);
+    h.skip_days = rd.u8() & 0x7f;
   }
+  r.hints = h;
   r.seen.clear();
   r.seen_limit = 0;
   r.seen_converted = version != k_crawl_version;

@@ -50,11 +50,12 @@ struct source {
   feed::feed_state state;  // document hash and seen records
   crawl_fields rec;        // schedule, status, posting history, publisher's hints
   float weight = 1;        // the allocation's weight (1 + subscriptions matched: not fed yet)
-  bool durable = false;    // its source record is durable: listed and fetched
-  bool writing = false;    // a crawl write is in flight (no fetch starts meanwhile)
-  bool fetched = false;    // it has a crawl record: not its first fetch
-  bool slot = false;       // a start slot under its domain's rate cap is reserved for it
-  bool moved = false;      // url changed (a permanent redirect adopted): rewrite its record
+  // Bits, so that the map's node (links, key, source) stays in a 256-byte allocation.
+  bool durable : 1 = false;  // its source record is durable: listed and fetched
+  bool writing : 1 = false;  // a crawl write is in flight (no fetch starts meanwhile)
+  bool fetched : 1 = false;  // it has a crawl record: not its first fetch
+  bool slot : 1 = false;     // a start slot under its domain's rate cap is reserved for it
+  bool moved : 1 = false;    // url changed (a permanent redirect adopted): rewrite its record
 
   std::string_view url() const { return text.get(source_text::url); }
   std::string_view title() const { return text.get(source_text::title); }
@@ -67,5 +68,8 @@ struct source {
   // Heap bytes this source holds beyond sizeof(source) (requested sizes).
   size_t heap_bytes() const { return text.heap_bytes() + state.heap_bytes(); }
 };
+// std::map's node is its links and colour (32 bytes), the key and the source: 256 bytes, one
+// of the allocator's size classes (mimalloc: 256 then 320).
+static_assert(32 + sizeof(uint64_t) + sizeof(source) <= 256);
 
 }  // namespace feedplane::crawler
