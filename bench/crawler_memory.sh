@@ -7,7 +7,8 @@
 # prints VmRSS once the sources are loaded from the store (no fetch is due for an hour).
 # max_in_flight is 256 per shard: the farm is one loop on a shared machine, and thousands
 # of fetches queued at it would time out (5 s) rather than fetch.
-#   bench/crawler_memory.sh FEEDPLANE FEEDS [SHARDS]    (OUT=dir keeps the files)
+#   bench/crawler_memory.sh FEEDPLANE FEEDS [SHARDS]    (OUT=dir keeps the files;
+#   FARM_ARGS="--hosts FILE" puts the feeds on fewer hosts, to separate per-host costs)
 set -euo pipefail
 bin=$1 feeds=$2 shards=${3:-2}
 tmp=${OUT:-$(mktemp -d)}
@@ -21,7 +22,7 @@ cleanup() {
 trap cleanup EXIT
 rss_kib() { awk '/^VmRSS/ { print $2 }' "/proc/$1/status"; }
 
-"$bin" farm --feeds "$feeds" --listen 127.0.0.1:0 --start-paused --opml "$tmp/feeds.opml" \
+"$bin" farm --feeds "$feeds" --listen 127.0.0.1:0 --start-paused --opml "$tmp/feeds.opml" ${FARM_ARGS:-} \
   --pins "$tmp/pins.txt" >"$tmp/farm.out" 2>"$tmp/farm.log" &
 farm_pid=$!
 until grep -q 'farm: listening' "$tmp/farm.out"; do
@@ -74,7 +75,11 @@ until [ "$(metric feedplane_crawler_fetches_total)" -ge "$feeds" ] &&
   sleep 5
   echo "  fetched $(metric feedplane_crawler_fetches_total) of $feeds, VmRSS $(rss_kib "$pid") KiB" >&2
 done
+# Idle connections close after 30 s and idle politeness keys go once a minute: the
+# figure is taken 90 s after the last fetch (and 10 s after, for the transient).
 sleep 10
+echo "10 s after the last fetch: VmRSS $(rss_kib "$pid") KiB"
+sleep 80
 rss1=$(rss_kib "$pid")
 echo "fetches by result:"; curl -s "$base/metrics" | grep '^feedplane_crawler_fetches_total' || true
 echo "articles: $(metric feedplane_crawler_articles_total)"
