@@ -75,8 +75,8 @@ figures measure(int k, Entries entries) {
     for (int r = 0; r < 7; ++r) {
       for (auto& [id, s] : sources) {
         const int i = int(id / 7919);
-        s.text.set(source_text::etag, "\"5f3c-61a2b9e0c4f8" + std::to_string(r) + "\"");
-        s.text.set(source_text::last_modified,
+        s.text.set(source_text::etag, "\"5f3c-61a2b9e0c4f8" + std::to_string(r) + "\"",
+                   source_text::last_modified,
                    "Mon, 06 May 2024 07:08:0" + std::to_string(r) + " GMT");
         s.state.classify(docs[size_t(entries(i))][size_t(r)], scratch, v);
       }
@@ -119,9 +119,23 @@ TEST(crawler_memory, strings_share_one_block) {
     EXPECT_EQ(t.get(source_text::title), "");
     EXPECT_EQ(t.heap_bytes(), 6u + 33 + 5 + 29);
     EXPECT_LE(test::heap_live() - before, 96);  // one block
-    t.set(source_text::url, {});
-    t.set(source_text::etag, {});
-    t.set(source_text::last_modified, {});
+    // A value from the block itself; lengths of one, two and three varint bytes; a value
+    // over the limit cut on a character boundary.
+    t.set(source_text::title, t.get(source_text::url));
+    EXPECT_EQ(t.get(source_text::title), "https://blog.example.com/feed.xml");
+    const std::string mid(300, 'm'), big(20'000, 'b');
+    t.set(source_text::last_error, mid, source_text::moved_to, big);
+    EXPECT_EQ(t.get(source_text::last_error), mid);
+    EXPECT_EQ(t.get(source_text::moved_to), big);
+    EXPECT_EQ(t.get(source_text::url), "https://blog.example.com/feed.xml");
+    std::string huge = std::string(source_text::k_max - 1, 'x') + "\xc3\xa9";  // é across the cut
+    t.set(source_text::title, huge);
+    EXPECT_EQ(t.get(source_text::title).size(), source_text::k_max - 1);
+    source_text copy = t;
+    EXPECT_EQ(copy.get(source_text::moved_to), big);
+    for (auto f : {source_text::url, source_text::title, source_text::etag,
+                   source_text::last_modified, source_text::last_error, source_text::moved_to})
+      t.set(f, {});
     EXPECT_EQ(t.heap_bytes(), 0u);
   }
   EXPECT_EQ(test::heap_live(), before);

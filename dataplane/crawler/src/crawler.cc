@@ -1108,8 +1108,7 @@ void crawler::ingest(source& s, net::fetch_result& r, int64_t now, int64_t previ
     c.consecutive_errors = 0;
     c.last_outcome = uint8_t(outcome::unchanged);
     count(outcome::unchanged);
-    s.text.set(source_text::etag, r.etag);
-    s.text.set(source_text::last_modified, r.last_modified);
+    s.text.set(source_text::etag, r.etag, source_text::last_modified, r.last_modified);
     c.interval_s = adapt_interval(c.interval_s, 0, 0, bounds_);
     schedule_after_success(s, r, now);
     commit(s, {});
@@ -1181,8 +1180,7 @@ void crawler::ingest(source& s, net::fetch_result& r, int64_t now, int64_t previ
     picks_.resize(k_credit);
     schedule(s, now + 1000, reason::credit);
   } else {
-    s.text.set(source_text::etag, r.etag);
-    s.text.set(source_text::last_modified, r.last_modified);
+    s.text.set(source_text::etag, r.etag, source_text::last_modified, r.last_modified);
     // The first document says nothing about the rate (everything in it is unseen).
     if (s.fetched)
       c.interval_s = adapt_interval(c.interval_s, fresh, uint32_t(verdicts_.size()), bounds_);

@@ -65,15 +65,34 @@ size_t source_text::heap_bytes() const {
   return total;
 }
 
+namespace {
+std::string_view clamp_text(std::string_view v) {
+  if (v.size() <= source_text::k_max) return v;
+  size_t n = source_text::k_max;
+  while (n > 0 && (uint8_t(v[n]) & 0xc0) == 0x80) --n;  // v[n] starts a character
+  return v.substr(0, n);
+}
+}  // namespace
+
 void source_text::set(field f, std::string_view v) {
-  if (v.size() > k_max) {
-    size_t n = k_max;
-    while (n > 0 && (uint8_t(v[n]) & 0xc0) == 0x80) --n;  // v[n] starts a character
-    v = v.substr(0, n);
-  }
+  v = clamp_text(v);
   auto fields = fields_of(p_.get());
   if (fields[f] == v) return;
   fields[f] = v;
+  rebuild(fields);
+}
+
+void source_text::set(field f, std::string_view v, field g, std::string_view w) {
+  v = clamp_text(v);
+  w = clamp_text(w);
+  auto fields = fields_of(p_.get());
+  if (fields[f] == v && fields[g] == w) return;
+  fields[f] = v;
+  fields[g] = w;
+  rebuild(fields);
+}
+
+void source_text::rebuild(const std::array<std::string_view, k_fields>& fields) {
   size_t total = 0, bytes = 0;
   for (std::string_view x : fields) {
     total += varint_size(x.size()) + x.size();

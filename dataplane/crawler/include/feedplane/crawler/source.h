@@ -4,6 +4,7 @@
 // needs only while it runs (parser, keys, verdicts) is the shard's scratch.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -34,12 +35,18 @@ class source_text {
 
   std::string_view get(field f) const;
   void set(field f, std::string_view v);
+  // Both fields in one rebuild (a fetch's two validators).
+  void set(field f, std::string_view v, field g, std::string_view w);
   // Bytes requested from the heap (0 when every field is empty).
   size_t heap_bytes() const;
 
  private:
+  // Builds a new block from fields (which may point into the old one).
+  void rebuild(const std::array<std::string_view, k_fields>& fields);
+
   std::unique_ptr<char[]> p_;
 };
+static_assert(sizeof(source_text) == sizeof(void*));
 
 // A source on its owner shard. The crawler keeps these in a std::map by id (node-stable:
 // fetch callbacks and the schedule find them by id, listings walk them in id order).
