@@ -171,6 +171,8 @@ void seen_set::assign(std::span<const seen_record> recs) {
 
 void seen_set::update(std::span<const uint8_t> replaced, std::span<const seen_record> added,
                       std::vector<seen_record>& merged) {
+  // Why fast: one merge pass over at most 3x the document's records per fetch, instead of
+  // moving a record to the back at every refresh.
   merged.clear();
   for (size_t i = 0; i < size_; ++i) {
     if (i >= replaced.size() || replaced[i] == 0) merged.push_back(recs_[i]);
