@@ -8,7 +8,8 @@
 # max_in_flight is 256 per shard: the farm is one loop on a shared machine, and thousands
 # of fetches queued at it would time out (5 s) rather than fetch.
 #   bench/crawler_memory.sh FEEDPLANE FEEDS [SHARDS]    (OUT=dir keeps the files;
-#   FARM_ARGS="--hosts FILE" puts the feeds on fewer hosts, to separate per-host costs)
+#   FARM_ARGS adds options to the farm; note --hosts FILE only seeds its host names: a
+#   100k-feed farm still had 95k hosts with a 1,000-line file)
 set -euo pipefail
 bin=$1 feeds=$2 shards=${3:-2}
 tmp=${OUT:-$(mktemp -d)}
