@@ -5,10 +5,16 @@
 
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "feedplane/crawler/opml.h"
 #include "feedplane/crawler/placement.h"
+#include "feedplane/crawler/records.h"
 #include "feedplane/crawler/schedule.h"
+#include "feedplane/crawler/source.h"
+#include "feedplane/feed/dedup.h"
+#include "feedplane/feed/parser.h"
 
 namespace feedplane::crawler {
 namespace {
@@ -254,6 +260,177 @@ TEST(Placement, SharedPlatformsShareOneKey) {
   EXPECT_EQ(politeness_key("x.tumblr.com", shared), "tumblr.com");
   EXPECT_EQ(politeness_key("notgithub.io", shared), "notgithub.io");
   EXPECT_EQ(politeness_key("www.example.com", shared), "example.com");
+}
+
+// ---- crawl records (version 5: the compact seen set; 2 to 4 still load) ----
+
+crawl_record sample_record() {
+  crawl_record r;
+  r.etag = "\"v1\"";
+  r.last_modified = "Mon, 06 May 2024 07:08:09 GMT";
+  r.document_hash = 0x1234;
+  r.interval_s = 600;
+  r.next_fetch_ms = 1'700'000'000'000;
+  r.next_reason = 3;
+  r.last_fetch_ms = 1'699'999'000'000;
+  r.last_status = 200;
+  r.last_bytes = 7600;
+  r.last_new = 2;
+  r.consecutive_errors = 1;
+  r.last_error = "timeout";
+  r.fetches = 9;
+  r.articles = 40;
+  r.moved_to = "https://new.example/feed";
+  r.moved_count = 2;
+  r.history.observe(1'699'990'000, history_params());
+  r.hints = feed::fetch_hints{.ttl_s = 3600, .skip_days = 3};
+  for (uint64_t i = 1; i <= 5; ++i)
+    r.seen.push_back(feed::seen_record::from_hashes(i * 0x9e3779b97f4a7c15ull, i, i * 77));
+  r.seen_limit = 20;
+  return r;
+}
+
+TEST(Records, Version5RoundTrips) {
+  const crawl_record r = sample_record();
+  std::string bytes;
+  encode(r, bytes);
+  EXPECT_EQ(bytes[0], 5);
+  crawl_record back;
+  ASSERT_EQ(decode(bytes, back), record_errc::ok);
+  EXPECT_EQ(back.etag, r.etag);
+  EXPECT_EQ(back.last_modified, r.last_modified);
+  EXPECT_EQ(back.document_hash, r.document_hash);
+  EXPECT_EQ(back.next_fetch_ms, r.next_fetch_ms);
+  EXPECT_EQ(back.last_error, r.last_error);
+  EXPECT_EQ(back.moved_to, r.moved_to);
+  EXPECT_EQ(back.hints, r.hints);
+  EXPECT_EQ(back.seen, r.seen);
+  EXPECT_EQ(back.seen_limit, 20u);
+  EXPECT_FALSE(back.seen_converted);
+  // 16 bytes per seen record (version 4 also took 16 per identity, and twice the records).
+  std::string empty_seen;
+  crawl_record e = r;
+  e.seen.clear();
+  encode(e, empty_seen);
+  EXPECT_EQ(bytes.size() - empty_seen.size(), 5u * 16);
+}
+
+TEST(Records, OlderVersionsLoadAndConvert) {
+  crawl_record r = sample_record();
+  const std::vector<std::pair<uint64_t, uint64_t>> pairs = {{0xabcdef0123456789ull, 11}, {0, 12}};
+  std::string v4;
+  encode_v4(r, pairs, v4);
+  crawl_record back;
+  ASSERT_EQ(decode(v4, back), record_errc::ok);
+  EXPECT_TRUE(back.seen_converted);
+  EXPECT_EQ(back.hints, r.hints);
+  ASSERT_EQ(back.seen.size(), 2u);
+  EXPECT_EQ(back.seen[0], feed::seen_record::from_hashes(0xabcdef0123456789ull, 0, 11));
+  EXPECT_EQ(back.seen[1].identity(), 1u);  // identity 0 was stored as 1
+  // Version 3: no publisher's hints (13 bytes before the seen count).
+  const size_t seen_at = v4.size() - 4 - pairs.size() * 16;
+  std::string v3 = v4.substr(0, seen_at - 13) + v4.substr(seen_at);
+  v3[0] = 3;
+  crawl_record b3;
+  ASSERT_EQ(decode(v3, b3), record_errc::ok);
+  EXPECT_TRUE(b3.hints.get().empty());
+  EXPECT_EQ(b3.history.since_s(), r.history.since_s());
+  EXPECT_EQ(b3.seen, back.seen);
+  // Version 2: no posting history either.
+  std::string v2 =
+      v3.substr(0, seen_at - 13 - posting_history::k_encoded_size) + v3.substr(seen_at - 13);
+  v2[0] = 2;
+  crawl_record b2;
+  ASSERT_EQ(decode(v2, b2), record_errc::ok);
+  EXPECT_TRUE(b2.history.empty());
+  EXPECT_EQ(b2.seen, back.seen);
+  EXPECT_EQ(b2.etag, r.etag);
+}
+
+TEST(Records, TruncatedOrGarbledRecordsAreNamedErrors) {
+  std::string bytes;
+  encode(sample_record(), bytes);
+  crawl_record out;
+  EXPECT_EQ(decode("", out), record_errc::empty);
+  for (size_t n = 1; n < bytes.size(); ++n)
+    EXPECT_NE(decode(std::string_view(bytes).substr(0, n), out), record_errc::ok) << n;
+  EXPECT_EQ(decode(bytes + "x", out), record_errc::trailing_bytes);
+  std::string v9 = bytes;
+  v9[0] = 9;
+  EXPECT_EQ(decode(v9, out), record_errc::unknown_version);
+  // A seen count far beyond the bytes there.
+  std::string huge = bytes.substr(0, bytes.size() - 5 * 16 - 4);
+  huge += std::string("\xff\xff\xff\x7f", 4);
+  EXPECT_EQ(decode(huge, out), record_errc::bad_field);
+  // A string length past the end.
+  std::string longstr = bytes;
+  longstr[1] = char(0xff);
+  longstr[2] = char(0xff);
+  EXPECT_EQ(decode(longstr, out), record_errc::truncated);
+  // A zero identity fingerprint.
+  std::string zero = bytes;
+  const size_t last = zero.size() - 16;
+  for (size_t i = 0; i < 6; ++i) zero[last + i] = 0;
+  EXPECT_EQ(decode(zero, out), record_errc::bad_field);
+  // Every single-byte corruption decodes or is refused, never crashes.
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    std::string b = bytes;
+    b[i] = char(b[i] ^ 0x5a);
+    (void)decode(b, out);
+  }
+  source_record sr;
+  EXPECT_EQ(decode("", sr), record_errc::empty);
+  EXPECT_EQ(decode(std::string("\x01\x05\x00\x00\x00ab", 7), sr), record_errc::truncated);
+}
+
+TEST(Records, ASourceRestoredFromItsRecordRedeliversNothing) {
+  feed::parser p;
+  feed::feed f;
+  std::string doc = "<rss version=\"2.0\"><channel><title>F</title>";
+  for (int i = 0; i < 12; ++i)
+    doc += "<item><guid>g" + std::to_string(i) + "</guid><link>http://x/" + std::to_string(i) +
+           "</link><title>t</title></item>";
+  doc += "</channel></rss>";
+  ASSERT_EQ(p.parse(doc, {}, f), feed::parse_errc::ok);
+  source before;
+  before.text.set(source_text::url, "http://x/feed");
+  before.text.set(source_text::etag, "\"e\"");
+  EXPECT_FALSE(before.state.same_document(doc));
+  std::vector<feed::verdict> v;
+  before.state.classify(f, v);
+  before.rec.interval_s = 900;
+  crawl_record r;
+  before.to_record(r);
+  std::string bytes;
+  encode(r, bytes);
+  crawl_record loaded;
+  ASSERT_EQ(decode(bytes, loaded), record_errc::ok);
+  source after;  // a new process
+  after.from_record(loaded);
+  EXPECT_EQ(after.text.get(source_text::etag), "\"e\"");
+  EXPECT_EQ(after.rec.interval_s, 900u);
+  EXPECT_EQ(after.state.seen().capacity(), 24u);
+  EXPECT_TRUE(after.state.same_document(doc));
+  after.state.classify(f, v);
+  for (feed::verdict x : v) EXPECT_EQ(x, feed::verdict::seen);
+  // The same through a version 4 record (identity and link alias as separate pairs).
+  std::vector<std::pair<uint64_t, uint64_t>> pairs;
+  std::vector<feed::entry_key> keys;
+  feed::compute_keys(f, keys);
+  for (const auto& k : keys) {
+    pairs.emplace_back(k.identity, k.content);
+    pairs.emplace_back(k.link_alias, k.content);
+  }
+  std::string v4;
+  encode_v4(r, pairs, v4);
+  ASSERT_EQ(decode(v4, loaded), record_errc::ok);
+  source old;
+  old.from_record(loaded);
+  EXPECT_EQ(old.state.seen().size(), 24u);
+  old.state.classify(f, v);
+  for (feed::verdict x : v) EXPECT_EQ(x, feed::verdict::seen);
+  EXPECT_EQ(old.state.seen().size(), 24u);  // 12 entries' records, 12 converted link aliases
+  EXPECT_EQ(old.state.seen().capacity(), 24u);
 }
 
 }  // namespace

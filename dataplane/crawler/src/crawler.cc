@@ -7,7 +7,6 @@
 #include <charconv>
 #include <cmath>
 #include <ctime>
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -21,8 +20,10 @@
 #include "feedplane/base/json.h"
 #include "feedplane/crawler/opml.h"
 #include "feedplane/crawler/placement.h"
+#include "feedplane/crawler/records.h"
 #include "feedplane/crawler/schedule.h"
 #include "feedplane/crawler/scheduler.h"
+#include "feedplane/crawler/source.h"
 #include "feedplane/dataplane/auth.h"
 #include "feedplane/dataplane/config.h"
 #include "feedplane/feed/dedup.h"
@@ -32,7 +33,6 @@
 #include "feedplane/runtime/article.h"
 #include "feedplane/runtime/shard.h"
 #include "feedplane/store/store.h"
-#include "records.h"
 
 namespace feedplane::crawler {
 
@@ -99,26 +99,20 @@ int64_t wall_ms() {
   return int64_t(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000;
 }
 
-struct source {
-  uint64_t id = 0;
-  std::string url, title;
-  feed::feed_state state;
-  crawl_record rec;  // everything but `seen` (which lives in `state`)
-  uint64_t fetch_id = 0;
-  bool durable = false;  // its source record is durable: listed and fetched
-  bool writing = false;  // a crawl write is in flight (no fetch starts meanwhile)
-  bool fetched = false;  // it has a crawl record: not its first fetch
-  bool slot = false;     // a start slot under its domain's rate cap is reserved for it
-  bool moved = false;    // url changed (a permanent redirect adopted): rewrite its record
-  float weight = 1;      // the allocation's weight (1 + subscriptions matched: not fed yet)
-};
-
-// Politeness state of one politeness key (the id's high 32 bits), on its owner shard.
+// Politeness state of one politeness key (the id's high 32 bits), on its owner shard. Only
+// keys with something to remember have one: rebalance() drops idle ones once a minute (a
+// million feeds on a million hosts would otherwise keep a state per host for ever).
 struct domain_state {
   uint32_t in_flight = 0;
-  int64_t next_start_ms = 0;     // the rate cap's next free start slot
-  int64_t paused_until_ms = 0;   // Retry-After from one of its hosts
-  std::deque<uint64_t> waiting;  // due sources held back by the concurrency cap, in order
+  uint32_t waiting_head = 0;      // waiting[waiting_head..] are still waiting
+  int64_t next_start_ms = 0;      // the rate cap's next free start slot
+  int64_t paused_until_ms = 0;    // Retry-After from one of its hosts
+  std::vector<uint64_t> waiting;  // due sources held back by the concurrency cap, in order
+
+  bool idle(int64_t now) const {
+    return in_flight == 0 && waiting_head == waiting.size() && next_start_ms <= now &&
+           paused_until_ms <= now;
+  }
 };
 
 constexpr uint64_t k_starting = ~uint64_t{0};  // fetch_id while client.fetch() runs
@@ -346,7 +340,7 @@ class crawler final : public dataplane::component {
   void send_reply(uint32_t to, uint64_t request, uint32_t added, int32_t status);
   source* find(uint64_t sid) {
     auto it = sources_.find(sid);
-    return it == sources_.end() ? nullptr : it->second.get();
+    return it == sources_.end() ? nullptr : &it->second;
   }
   void update_gauges() {
     sources_gauge_->set(int64_t(durable_sources_));
@@ -366,7 +360,8 @@ class crawler final : public dataplane::component {
   bool streamed_ = false;
 
   // Sources this shard owns, by id (ordered: listing pages in id order).
-  std::map<uint64_t, std::unique_ptr<source>> sources_;
+  // The source lives in the map's node (stable: found by id from callbacks and the schedule).
+  std::map<uint64_t, source> sources_;
   uint64_t durable_sources_ = 0;
   // The schedule: (due unix ms, id), earliest first. Stale entries (the source moved or
   // went) are skipped when popped: a push per reschedule, no search.
@@ -388,7 +383,10 @@ class crawler final : public dataplane::component {
   feed::parser parser_;
   feed::feed feed_, trimmed_;
   std::vector<feed::verdict> verdicts_;
-  std::vector<feed::entry_key> keys_;
+  feed::dedup_scratch dedup_;                   // keys, repeats and merge buffers of classify()
+  std::vector<feed::entry_key> keys_;           // the fetched document's keys
+  std::vector<feed::seen_record> seen_before_;  // a feed's records before an overflowing fetch
+  crawl_record record_;                         // commit()'s durable form of a source
   std::vector<size_t> picks_;
   std::vector<int64_t> postings_;
   rt::article_builder builder_;
@@ -513,7 +511,7 @@ void crawler::change_on_owner(change_task& t) {
       bool dup = false;
       // Probe from the URL's id: same URL = duplicate; another URL = a collision, next id.
       for (source* s = find(sid); s != nullptr; s = find(sid)) {
-        if (s->url == it.url) {
+        if (s->url() == it.url) {
           dup = true;
           break;
         }
@@ -525,16 +523,15 @@ void crawler::change_on_owner(change_task& t) {
         continue;
       }
       // Reserved now (so a concurrent add sees it), installed once durable.
-      auto s = std::make_unique<source>();
-      s->id = sid;
-      s->url = it.url;
-      s->title = it.title;
-      s->rec.interval_s = initial_interval(bounds_);
+      source& s = sources_[sid];
+      s.id = sid;
+      s.text.set(source_text::url, it.url);
+      s.text.set(source_text::title, it.title);
+      s.rec.interval_s = initial_interval(bounds_);
       source_record sr{it.url, it.title};
       encode(sr, value_);
       w->ops.push_back({rt::kind::sources, false, store_key(sid), value_});
       w->ids.push_back(sid);
-      sources_.emplace(sid, std::move(s));
     }
     if (w->ids.empty()) return;
   }
@@ -655,8 +652,8 @@ void crawler::finish_change(uint64_t request, pending_change& p) {
 source_summary summarize(const source& s) {
   source_summary o;
   o.id = s.id;
-  o.url = s.url;
-  o.title = s.title;
+  o.url = s.url();
+  o.title = s.title();
   o.last_fetch_ms = s.rec.last_fetch_ms;
   o.last_status = s.rec.last_status;
   o.last_outcome = s.rec.last_outcome;
@@ -667,21 +664,21 @@ source_summary summarize(const source& s) {
 void crawler::list_on_owner(list_task& t) const {
   for (auto it = sources_.upper_bound(t.after); it != sources_.end() && t.out.size() < t.limit;
        ++it) {
-    if (it->second->durable) t.out.push_back(summarize(*it->second));
+    if (it->second.durable) t.out.push_back(summarize(it->second));
   }
 }
 
 void crawler::status_on_owner(status_task& t) const {
   auto it = sources_.find(t.id);
-  if (it == sources_.end() || !it->second->durable) return;
-  const source& s = *it->second;
-  const crawl_record& c = s.rec;
+  if (it == sources_.end() || !it->second.durable) return;
+  const source& s = it->second;
+  const crawl_fields& c = s.rec;
   t.found = true;
   std::string& b = t.body;
   b = fmt::format("{{\"id\": \"{}\", \"shard\": {}, \"url\": ", format_id(s.id), s_.rt->index());
-  base::append_json_string(s.url, b);
+  base::append_json_string(s.url(), b);
   b += ", \"title\": ";
-  base::append_json_string(s.title, b);
+  base::append_json_string(s.title(), b);
   b += fmt::format(", \"fetches\": {}, \"articles\": {}, \"in_flight\": {}, ", c.fetches,
                    c.articles, s.fetch_id != 0 ? "true" : "false");
   if (c.last_fetch_ms != 0) {
@@ -711,37 +708,38 @@ void crawler::status_on_owner(status_task& t) const {
     b += "null}, ";
   }
   // The publisher's own hints from its last document (0 and []: not said).
+  const feed::fetch_hints hints = c.hints.get();
   b += fmt::format("\"feed_hints\": {{\"ttl_s\": {}, \"update_s\": {}, \"skip_hours\": [",
-                   c.hints.ttl_s, c.hints.update_s);
+                   hints.ttl_s, hints.update_s);
   for (int h = 0, n = 0; h < 24; ++h) {
-    if ((c.hints.skip_hours >> h & 1u) != 0) b += fmt::format("{}{}", n++ != 0 ? ", " : "", h);
+    if ((hints.skip_hours >> h & 1u) != 0) b += fmt::format("{}{}", n++ != 0 ? ", " : "", h);
   }
   b += "], \"skip_days\": [";
   static constexpr const char* k_days[7] = {"Sunday",   "Monday", "Tuesday", "Wednesday",
                                             "Thursday", "Friday", "Saturday"};
   for (int d = 0, n = 0; d < 7; ++d) {
-    if ((c.hints.skip_days >> d & 1u) != 0)
+    if ((hints.skip_days >> d & 1u) != 0)
       b += fmt::format("{}\"{}\"", n++ != 0 ? ", " : "", k_days[d]);
   }
   b += "]}, ";
   b += fmt::format("\"consecutive_errors\": {}, \"last_error\": ", c.consecutive_errors);
-  if (c.last_error.empty()) {
+  if (const std::string_view e = s.text.get(source_text::last_error); e.empty()) {
     b += "null";
   } else {
-    base::append_json_string(c.last_error, b);
+    base::append_json_string(e, b);
   }
   b += fmt::format(", \"disabled\": {}, \"moving_to\": ",
                    (c.flags & crawl_gone) != 0 ? "\"gone (410)\"" : "null");
-  if (c.moved_to.empty()) {
+  if (const std::string_view m = s.text.get(source_text::moved_to); m.empty()) {
     b += "null";
   } else {
-    base::append_json_string(c.moved_to, b);
+    base::append_json_string(m, b);
   }
   b += fmt::format(", \"moved_observations\": {}", c.moved_count);
   b += ", \"validators\": {\"etag\": ";
-  base::append_json_string(c.etag, b);
+  base::append_json_string(s.text.get(source_text::etag), b);
   b += ", \"last_modified\": ";
-  base::append_json_string(c.last_modified, b);
+  base::append_json_string(s.text.get(source_text::last_modified), b);
   b += fmt::format(", \"document_hash\": \"{:016x}\"}}, \"seen_entries\": {}}}\n",
                    s.state.document_hash(), s.state.seen().size());
 }
@@ -751,25 +749,30 @@ void crawler::status_on_owner(status_task& t) const {
 void crawler::on_record(rt::shard&, rt::kind k, std::string_view key, std::string_view value) {
   uint64_t sid = 0;
   if (!parse_store_key(key, &sid)) return;
+  auto bad = [&](record_errc e) {
+    fmt::print(stderr, "feedplane: crawler: shard {}: {} record {:?} skipped: {}\n", s_.rt->index(),
+               rt::kind_name(k), key, record_errc_name(e));
+  };
   if (k == rt::kind::sources) {
     source_record sr;
-    if (!decode(value, sr)) return;
-    auto s = std::make_unique<source>();
-    s->id = sid;
-    s->url = std::move(sr.url);
-    s->title = std::move(sr.title);
-    s->durable = true;
-    s->rec.interval_s = initial_interval(bounds_);
-    if (sources_.emplace(sid, std::move(s)).second) ++durable_sources_;
+    if (const record_errc e = decode(value, sr); e != record_errc::ok) return bad(e);
+    auto [it, added] = sources_.try_emplace(sid);
+    if (!added) return;
+    source& s = it->second;
+    s.id = sid;
+    s.text.set(source_text::url, sr.url);
+    s.text.set(source_text::title, sr.title);
+    s.durable = true;
+    s.rec.interval_s = initial_interval(bounds_);
+    ++durable_sources_;
   } else if (k == rt::kind::crawl) {
     // The store streams kind::sources before kind::crawl: the source is here already.
     source* s = find(sid);
-    crawl_record cr;
-    if (s == nullptr || !decode(value, cr)) return;
-    s->state.restore(cr.document_hash, cr.seen);
-    cr.seen.clear();
-    cr.seen.shrink_to_fit();
-    s->rec = std::move(cr);
+    if (s == nullptr) return;
+    // A refused record leaves the source as new: fetched at once, only entries within the
+    // recent window delivered (DESIGN.md 9), rather than a guess at a garbled state.
+    if (const record_errc e = decode(value, record_); e != record_errc::ok) return bad(e);
+    s->from_record(record_);
     s->fetched = true;
   }
 }
@@ -778,12 +781,12 @@ void crawler::on_streamed(rt::shard&) {
   streamed_ = true;
   const int64_t now = wall_ms();
   for (auto& [sid, s] : sources_) {
-    if (!s->durable) continue;
-    if ((s->rec.flags & crawl_gone) != 0) continue;
-    if (s->fetched) {
-      schedule(*s, std::max(now, s->rec.next_fetch_ms), reason::restart);
+    if (!s.durable) continue;
+    if ((s.rec.flags & crawl_gone) != 0) continue;
+    if (s.fetched) {
+      schedule(s, std::max(now, s.rec.next_fetch_ms), reason::restart);
     } else {
-      schedule(*s, now, reason::new_source);
+      schedule(s, now, reason::new_source);
     }
   }
   update_gauges();
@@ -891,13 +894,16 @@ void crawler::pump() {
 
 void crawler::rebalance(int64_t now) {
   next_rebalance_ms_ = now + 60'000;
+  // Forget politeness keys with nothing to remember (no fetch, no queue, no pause, no
+  // reserved start slot ahead): O(keys) once a minute.
+  std::erase_if(domains_, [now](const auto& kv) { return kv.second.idle(now); });
   if (cfg_.fetch_budget_per_hour == 0) return;
   const int64_t now_s = now / 1000;
   demands_.clear();
   double sum = 0;
   for (const auto& [sid, s] : sources_) {
-    if (!s->durable || (s->rec.flags & crawl_gone) != 0 || !budgeted(*s, now_s)) continue;
-    demands_.push_back(demand(*s, now_s));
+    if (!s.durable || (s.rec.flags & crawl_gone) != 0 || !budgeted(s, now_s)) continue;
+    demands_.push_back(demand(s, now_s));
     sum += demands_.back();
   }
   rt::shard& sh = *s_.rt;
@@ -919,9 +925,9 @@ void crawler::rebalance(int64_t now) {
 }
 
 void crawler::start_fetch(source& s) {
-  req_.url = s.url;
-  req_.if_none_match = s.rec.etag;
-  req_.if_modified_since = s.rec.last_modified;
+  req_.url = s.url();
+  req_.if_none_match = s.text.get(source_text::etag);
+  req_.if_modified_since = s.text.get(source_text::last_modified);
   s.fetch_id = k_starting;
   ++in_flight_;
   starting_ = &s;
@@ -957,11 +963,11 @@ void crawler::fetched(uint64_t fetch_id, net::fetch_result& r) {
     schedule(*s, now, reason::credit);
     return;
   }
-  crawl_record& c = s->rec;
+  crawl_fields& c = s->rec;
   const int64_t previous_fetch_ms = c.last_fetch_ms;
   c.last_fetch_ms = now;
-  c.last_status = uint32_t(r.status);
-  c.last_bytes = r.wire_bytes;
+  c.last_status = uint16_t(std::clamp(r.status, 0, int(UINT16_MAX)));
+  c.last_bytes = uint32_t(std::min<uint64_t>(r.wire_bytes, UINT32_MAX));
   c.last_new = 0;
   ++c.fetches;
   note_redirects(*s, r);
@@ -979,7 +985,7 @@ void crawler::fetched(uint64_t fetch_id, net::fetch_result& r) {
   } else if (r.status == 410) {
     c.flags |= crawl_gone;
     c.consecutive_errors = 0;
-    c.last_error = "http_410";
+    s->text.set(source_text::last_error, "http_410");
     c.last_outcome = uint8_t(outcome::error);
     count(outcome::error);
     c.next_fetch_ms = 0;
@@ -1011,9 +1017,9 @@ void crawler::fetched(uint64_t fetch_id, net::fetch_result& r) {
 }
 
 void crawler::fail(source& s, std::string_view error_name, int64_t now, int64_t not_before_ms) {
-  crawl_record& c = s.rec;
+  crawl_fields& c = s.rec;
   ++c.consecutive_errors;
-  c.last_error.assign(error_name);
+  s.text.set(source_text::last_error, error_name);
   c.last_outcome = uint8_t(outcome::error);
   count(outcome::error);
   const int64_t at = now + int64_t(error_backoff(c.consecutive_errors, bounds_)) * 1000;
@@ -1031,9 +1037,16 @@ void crawler::release_domain(uint64_t sid) {
   domain_state& d = it->second;
   if (d.in_flight > 0) --d.in_flight;
   // The first waiting source goes back on the schedule, due now (its time is unchanged).
-  while (!d.waiting.empty()) {
-    const uint64_t next = d.waiting.front();
-    d.waiting.pop_front();
+  while (d.waiting_head < d.waiting.size()) {
+    const uint64_t next = d.waiting[d.waiting_head++];
+    if (d.waiting_head == d.waiting.size()) {
+      d.waiting.clear();  // keeps its capacity while the domain is busy; the sweep frees it
+      d.waiting_head = 0;
+    } else if (d.waiting_head >= 64 && d.waiting_head * 2 >= d.waiting.size()) {
+      // A queue that never drains: drop the served front now and then (amortised O(1)).
+      d.waiting.erase(d.waiting.begin(), d.waiting.begin() + d.waiting_head);
+      d.waiting_head = 0;
+    }
     if (source* w = find(next)) {
       heap_.emplace(w->rec.next_fetch_ms, next);
       wake_at(w->rec.next_fetch_ms);
@@ -1064,7 +1077,7 @@ void crawler::schedule_after_success(source& s, const net::fetch_result& r, int6
   // The feed's own hints, from its last parsed document (a 304 or an unchanged document
   // keeps them): the same ceiling bounds them.
   feed_hint_rule rule = feed_hint_rule::none;
-  at = bound_by_feed_hints(s.rec.hints, now, at, bounds_.ceiling_s, &rule);
+  at = bound_by_feed_hints(s.rec.hints.get(), now, at, bounds_.ceiling_s, &rule);
   if (rule == feed_hint_rule::ttl) why = reason::feed_ttl;
   if (rule == feed_hint_rule::update_period) why = reason::feed_update_period;
   if (rule == feed_hint_rule::skip) why = reason::feed_skip;
@@ -1073,23 +1086,23 @@ void crawler::schedule_after_success(source& s, const net::fetch_result& r, int6
 
 // A 301/308 becomes the stored URL only after 3 consistent observations in a row.
 void crawler::note_redirects(source& s, const net::fetch_result& r) {
-  crawl_record& c = s.rec;
+  crawl_fields& c = s.rec;
   const std::string_view to = r.permanent_url();
-  if (to.empty() || to == s.url) {
-    c.moved_to.clear();
+  if (to.empty() || to == s.url()) {
+    s.text.set(source_text::moved_to, {});
     c.moved_count = 0;
     return;
   }
-  if (c.moved_to == to) {
-    ++c.moved_count;
+  if (s.text.get(source_text::moved_to) == to) {
+    c.moved_count = uint8_t(std::min(c.moved_count + 1, 3));
   } else {
-    c.moved_to.assign(to);
+    s.text.set(source_text::moved_to, to);
     c.moved_count = 1;
   }
   if (c.moved_count >= 3) {
-    s.url = c.moved_to;
+    s.text.set(source_text::url, to);
     s.moved = true;
-    c.moved_to.clear();
+    s.text.set(source_text::moved_to, {});
     c.moved_count = 0;
   }
 }
@@ -1097,14 +1110,13 @@ void crawler::note_redirects(source& s, const net::fetch_result& r) {
 // Why it is cheap: an unchanged document stops at one hash; otherwise the shard's parser,
 // feed, verdict and key scratch are reused, so a fetch allocates only its articles and record.
 void crawler::ingest(source& s, net::fetch_result& r, int64_t now, int64_t previous_fetch_ms) {
-  crawl_record& c = s.rec;
+  crawl_fields& c = s.rec;
   const uint64_t old_hash = s.state.document_hash();
   if (s.state.same_document(r.body)) {
     c.consecutive_errors = 0;
     c.last_outcome = uint8_t(outcome::unchanged);
     count(outcome::unchanged);
-    c.etag = r.etag;
-    c.last_modified = r.last_modified;
+    s.text.set(source_text::etag, r.etag, source_text::last_modified, r.last_modified);
     c.interval_s = adapt_interval(c.interval_s, 0, 0, bounds_);
     schedule_after_success(s, r, now);
     commit(s, {});
@@ -1117,17 +1129,20 @@ void crawler::ingest(source& s, net::fetch_result& r, int64_t now, int64_t previ
   if (pe != feed::parse_errc::ok && feed_.entries.empty()) {
     // Forget this document's hash: the same bytes next time are the same error, not
     // "unchanged".
-    auto snap = s.state.seen().snapshot();
-    s.state = feed::feed_state();
-    s.state.restore(old_hash, snap);
+    s.state.set_document_hash(old_hash);
     fail(s, feed::errc_name(pe), now);
     return;
   }
   c.hints = feed_.hints;  // what the publisher says now bounds the schedule from here on
-  std::vector<std::pair<uint64_t, uint64_t>> snap;
-  if (feed_.entries.size() > k_credit) snap = s.state.seen().snapshot();
-  s.state.classify(feed_, verdicts_);
-  feed::compute_keys(feed_, keys_);
+  // A document longer than one write's credit may have to be classified again, trimmed,
+  // against the records as they were.
+  const size_t seen_limit = s.state.seen().capacity();
+  if (feed_.entries.size() > k_credit) {
+    const auto before = s.state.seen().records();
+    seen_before_.assign(before.begin(), before.end());
+  }
+  s.state.classify(feed_, dedup_, verdicts_);
+  keys_.swap(dedup_.keys);  // feed_'s keys (a trimmed classify below reuses the scratch)
   // New on a first fetch only when published within the recent window (DESIGN.md 9).
   const int64_t now_s = now / 1000;
   const int64_t window_start = now_s - int64_t(cfg_.recent_window_s);
@@ -1162,20 +1177,18 @@ void crawler::ingest(source& s, net::fetch_result& r, int64_t now, int64_t previ
   if (overflow) {
     // Commit the first k_credit picks with exactly their identities; the rest stay unseen
     // and the validators and document hash stay old, so the next fetch gets them again.
-    s.state = feed::feed_state();
-    s.state.restore(old_hash, snap);
+    s.state.restore(old_hash, seen_before_, seen_limit);
     std::vector<bool> drop(feed_.entries.size(), false);
     for (size_t j = k_credit; j < picks_.size(); ++j) drop[picks_[j]] = true;
     trimmed_.entries.clear();
     for (size_t i = 0; i < feed_.entries.size(); ++i) {
       if (!drop[i]) trimmed_.entries.push_back(feed_.entries[i]);
     }
-    s.state.classify(trimmed_, verdicts_);
+    s.state.classify(trimmed_, dedup_, verdicts_);
     picks_.resize(k_credit);
     schedule(s, now + 1000, reason::credit);
   } else {
-    c.etag = r.etag;
-    c.last_modified = r.last_modified;
+    s.text.set(source_text::etag, r.etag, source_text::last_modified, r.last_modified);
     // The first document says nothing about the rate (everything in it is unseen).
     if (s.fetched)
       c.interval_s = adapt_interval(c.interval_s, fresh, uint32_t(verdicts_.size()), bounds_);
@@ -1191,7 +1204,7 @@ void crawler::ingest(source& s, net::fetch_result& r, int64_t now, int64_t previ
     builder_.meta.content_hash = keys_[i].content;
     builder_.meta.published = e.has_published ? e.published : e.has_updated ? e.updated : now_s;
     builder_.meta.fetched_ms = now;
-    builder_.source_url = s.url;
+    builder_.source_url = s.url();
     builder_.guid = e.id;
     builder_.title = e.title;
     builder_.link = e.link;
@@ -1209,7 +1222,7 @@ void crawler::ingest(source& s, net::fetch_result& r, int64_t now, int64_t previ
     }
   }
   c.consecutive_errors = 0;
-  c.last_new = uint32_t(articles.size());
+  c.last_new = uint16_t(articles.size());  // at most k_credit
   c.last_outcome = uint8_t(articles.empty() ? outcome::no_new_entries : outcome::new_entries);
   count(outcome(c.last_outcome));
   s.fetched = true;
@@ -1220,15 +1233,13 @@ void crawler::ingest(source& s, net::fetch_result& r, int64_t now, int64_t previ
 void crawler::commit(source& s, std::vector<rt::article_ref> articles) {
   auto w = std::make_unique<crawl_write>();
   w->source_id = s.id;
-  crawl_record out = s.rec;
-  out.articles += articles.size();
-  out.document_hash = s.state.document_hash();
-  out.seen = s.state.seen().snapshot();
-  encode(out, value_);
+  s.to_record(record_);
+  record_.articles += articles.size();
+  encode(record_, value_);
   w->ops.push_back({rt::kind::crawl, false, store_key(s.id), value_});
   if (s.moved) {
     s.moved = false;
-    source_record sr{s.url, s.title};
+    source_record sr{std::string(s.url()), std::string(s.title())};
     encode(sr, value_);
     w->ops.push_back({rt::kind::sources, false, store_key(s.id), value_});
   }
@@ -1248,7 +1259,7 @@ void crawler::crawl_durable(crawl_write& w) {
   if (s == nullptr) return;
   s->writing = false;
   if (w.status != 0) {
-    s->rec.last_error.assign(store::store_errc_name(store::store_errc(w.status)));
+    s->text.set(source_text::last_error, store::store_errc_name(store::store_errc(w.status)));
     return;
   }
   s->rec.articles += w.articles.size();

@@ -3,6 +3,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <cstring>
 
 namespace feedplane::feed {
 namespace {
@@ -23,12 +24,6 @@ uint64_t mix(uint64_t a, uint64_t b) {
 }
 
 uint64_t nonzero(uint64_t h) { return h == 0 ? 1 : h; }
-
-size_t next_pow2(size_t n) {
-  size_t p = 1;
-  while (p < n) p <<= 1;
-  return p;
-}
 
 // How many times h occurs in the sorted vector v.
 size_t count_in(const std::vector<uint64_t>& v, uint64_t h) {
@@ -62,13 +57,21 @@ std::string_view sent_link(const entry& e) {
 }  // namespace
 
 void compute_keys(const feed& f, std::vector<entry_key>& keys) {
+  dedup_scratch scratch;
+  compute_keys(f, scratch);
+  keys = std::move(scratch.keys);
+}
+
+void compute_keys(const feed& f, dedup_scratch& scratch) {
+  std::vector<entry_key>& keys = scratch.keys;
   keys.clear();
-  const size_t n = f.entries.size();
   // Per-kind hashes, sorted, to find which ids and links repeat within the document.
-  std::vector<uint64_t> ids, links, tps;
-  ids.reserve(n);
-  links.reserve(n);
-  tps.reserve(n);
+  std::vector<uint64_t>& ids = scratch.ids;
+  std::vector<uint64_t>& links = scratch.links;
+  std::vector<uint64_t>& tps = scratch.tps;
+  ids.clear();
+  links.clear();
+  tps.clear();
   auto tp_hash = [](const entry& e) {
     return mix(hash_str(e.title, 3), e.has_published ? static_cast<uint64_t>(e.published) : ~0ull);
   };
@@ -119,144 +122,147 @@ void compute_keys(const feed& f, std::vector<entry_key>& keys) {
 
 // ---------------------------------------------------------------------------------------
 
-seen_set::seen_set(size_t capacity) { rebuild(next_pow2(std::max<size_t>(capacity, 8))); }
-
-size_t seen_set::probe(uint64_t identity) const {
-  const size_t mask = table_.size() - 1;
-  size_t i = static_cast<size_t>(identity) & mask;
-  // Fast because the table is at most half full: probe sequences are short.
-  while (table_[i].identity != 0 && table_[i].identity != identity) i = (i + 1) & mask;
-  return i;
+seen_set& seen_set::operator=(const seen_set& o) {
+  if (this == &o) return *this;
+  assign(o.records());
+  limit_ = o.limit_;
+  converted_ = o.converted_;
+  return *this;
 }
 
-bool seen_set::find(uint64_t identity, uint64_t* content) const {
-  const slot& s = table_[probe(identity)];
-  if (s.identity == 0) return false;
-  *content = s.content;
-  return true;
-}
-
-void seen_set::erase_slot(size_t i) {
-  // Backward-shift deletion keeps linear probing correct without tombstones.
-  const size_t mask = table_.size() - 1;
-  size_t hole = i;
-  size_t j = i;
-  for (;;) {
-    j = (j + 1) & mask;
-    if (table_[j].identity == 0) break;
-    const size_t home = static_cast<size_t>(table_[j].identity) & mask;
-    // Move j into the hole if its home is not cyclically in (hole, j].
-    const bool in_range = hole <= j ? (home > hole && home <= j) : (home > hole || home <= j);
-    if (!in_range) {
-      table_[hole] = table_[j];
-      hole = j;
-    }
+ptrdiff_t seen_set::find(uint64_t fp, bool also_link) const {
+  const uint64_t link_mask = also_link ? seen_record::k_mask : 0;
+  const uint64_t link_fp = also_link ? fp : 1;  // 1 never equals w1 & 0
+  // Why fast: at most 2x the feed's largest document of 16-byte records in one contiguous
+  // array (a few cache lines for 10-20 entries), two masked compares each, newest first;
+  // cheaper than hashing at this size and no table to keep beside it.
+  for (size_t i = size_; i-- > 0;) {
+    const seen_record& r = recs_[i];
+    if (((r.w0 ^ fp) & seen_record::k_mask) == 0 || (r.w1 & link_mask) == link_fp)
+      return static_cast<ptrdiff_t>(i);
   }
-  table_[hole] = slot{};
-  --live_;
-}
-
-void seen_set::put(uint64_t identity, uint64_t content) {
-  const size_t rmask = ring_.size() - 1;
-  if (tail_ - head_ == ring_.size()) {
-    // Ring full: drop its oldest record; if that record is the identity's latest, the
-    // identity has not been seen since and is evicted.
-    const uint64_t old = ring_[head_ & rmask];
-    const size_t i = probe(old);
-    if (table_[i].identity == old && table_[i].seq == head_) erase_slot(i);
-    ++head_;
-  }
-  const size_t i = probe(identity);
-  if (table_[i].identity == 0) ++live_;
-  table_[i] = slot{identity, content, tail_};
-  ring_[tail_ & rmask] = identity;
-  ++tail_;
-}
-
-std::vector<std::pair<uint64_t, uint64_t>> seen_set::snapshot() const {
-  std::vector<std::pair<uint64_t, uint64_t>> v;
-  v.reserve(live_);
-  const size_t rmask = ring_.size() - 1;
-  for (uint64_t s = head_; s != tail_; ++s) {
-    const uint64_t id = ring_[s & rmask];
-    const slot& sl = table_[probe(id)];
-    if (sl.identity == id && sl.seq == s) v.emplace_back(id, sl.content);
-  }
-  return v;
-}
-
-void seen_set::restore(const std::vector<std::pair<uint64_t, uint64_t>>& snap) {
-  reserve(snap.size());
-  for (const auto& [id, content] : snap) put(id == 0 ? 1 : id, content);
-}
-
-void seen_set::rebuild(size_t ring_capacity) {
-  const auto old = snapshot();
-  ring_.assign(ring_capacity, 0);
-  table_.assign(ring_capacity * 2, slot{});
-  head_ = tail_ = 0;
-  live_ = 0;
-  for (const auto& [id, content] : old) put(id, content);
+  return -1;
 }
 
 void seen_set::reserve(size_t n) {
-  if (n > ring_.size()) rebuild(next_pow2(n));
+  if (n > limit_) limit_ = static_cast<uint32_t>(std::min<size_t>(n, UINT32_MAX));
+}
+
+void seen_set::prepare(size_t n) {
+  const size_t want = std::max<size_t>(k_min_limit, std::min<size_t>(n, UINT32_MAX / 2) * 2);
+  if (converted_) {
+    converted_ = false;
+    limit_ = static_cast<uint32_t>(want);
+  } else {
+    reserve(want);
+  }
+}
+
+void seen_set::assign(std::span<const seen_record> recs) {
+  if (recs.size() > alloc_ || recs.empty()) {
+    // Exact size: a feed's set reaches its bound after a few fetches and then stays put,
+    // so rounding up would only waste memory on a million feeds.
+    recs_.reset(recs.empty() ? nullptr : new seen_record[recs.size()]);
+    alloc_ = static_cast<uint32_t>(recs.size());
+  }
+  if (!recs.empty()) std::memcpy(recs_.get(), recs.data(), recs.size() * sizeof(seen_record));
+  size_ = static_cast<uint32_t>(recs.size());
+}
+
+void seen_set::update(std::span<const uint8_t> replaced, std::span<const seen_record> added,
+                      std::vector<seen_record>& merged) {
+  // Why fast: one merge pass over at most 3x the document's records per fetch, instead of
+  // moving a record to the back at every refresh.
+  merged.clear();
+  for (size_t i = 0; i < size_; ++i) {
+    if (i >= replaced.size() || replaced[i] == 0) merged.push_back(recs_[i]);
+  }
+  merged.insert(merged.end(), added.begin(), added.end());
+  const size_t keep = std::min<size_t>(merged.size(), limit_);
+  assign(std::span<const seen_record>(merged).last(keep));
+}
+
+void seen_set::restore(std::span<const seen_record> recs, size_t limit) {
+  limit_ = static_cast<uint32_t>(
+      std::clamp<size_t>(std::max(limit, recs.size()), k_min_limit, UINT32_MAX));
+  converted_ = false;
+  assign(recs.last(std::min<size_t>(recs.size(), limit_)));
+}
+
+void seen_set::restore_converted(std::span<const seen_record> recs) {
+  restore(recs, recs.size());
+  converted_ = true;
 }
 
 // ---------------------------------------------------------------------------------------
 
 bool feed_state::same_document(std::string_view bytes) {
-  const uint64_t h = XXH3_64bits(bytes.data(), bytes.size());
-  const bool same = has_doc_ && h == doc_hash_;
+  const uint64_t h = nonzero(XXH3_64bits(bytes.data(), bytes.size()));
+  const bool same = h == doc_hash_;
   doc_hash_ = h;
-  has_doc_ = true;
   return same;
 }
 
-void feed_state::restore(uint64_t document_hash,
-                         const std::vector<std::pair<uint64_t, uint64_t>>& seen) {
+void feed_state::restore(uint64_t document_hash, std::span<const seen_record> seen, size_t limit) {
   doc_hash_ = document_hash;
-  has_doc_ = document_hash != 0;
-  seen_.restore(seen);
+  seen_.restore(seen, limit);
+}
+
+void feed_state::restore_converted(uint64_t document_hash, std::span<const seen_record> seen) {
+  doc_hash_ = document_hash;
+  seen_.restore_converted(seen);
 }
 
 void feed_state::classify(const feed& f, std::vector<verdict>& verdicts) {
+  dedup_scratch scratch;
+  classify(f, scratch, verdicts);
+}
+
+void feed_state::classify(const feed& f, dedup_scratch& scratch, std::vector<verdict>& verdicts) {
   verdicts.clear();
-  seen_.reserve(std::max<size_t>(64, f.entries.size() * 8));
-  compute_keys(f, keys_);
+  seen_.prepare(f.entries.size());
+  compute_keys(f, scratch);
+  const std::vector<entry_key>& keys = scratch.keys;
   // Identities of kind id, link and title_published are unique within the document by
   // construction; only content-only identities can repeat (entries identical in every field).
-  repeats_.clear();
-  for (const entry_key& k : keys_)
-    if (k.kind == identity_kind::content) repeats_.emplace_back(k.identity, false);
-  std::sort(repeats_.begin(), repeats_.end());
-  for (size_t i = 0; i < keys_.size(); ++i) {
-    const entry_key& k = keys_[i];
-    bool dup = false;
+  auto& repeats = scratch.repeats;
+  repeats.clear();
+  for (const entry_key& k : keys)
+    if (k.kind == identity_kind::content) repeats.emplace_back(k.identity, false);
+  std::sort(repeats.begin(), repeats.end());
+  scratch.replaced.assign(seen_.size(), 0);
+  scratch.added.clear();
+  for (const entry_key& k : keys) {
     if (k.kind == identity_kind::content) {
-      auto it =
-          std::lower_bound(repeats_.begin(), repeats_.end(), std::make_pair(k.identity, false));
-      dup = it->second;
+      auto it = std::lower_bound(repeats.begin(), repeats.end(), std::make_pair(k.identity, false));
+      const bool dup = it->second;
       it->second = true;
+      if (dup) {
+        verdicts.push_back(verdict::duplicate);
+        continue;
+      }
     }
-    if (dup) {
-      verdicts.push_back(verdict::duplicate);
-      continue;
-    }
-    uint64_t content;
-    bool known = seen_.find(k.identity, &content);
+    // A link's fingerprint is also looked for among the records' link aliases: an entry
+    // first known by its guid is found by its link once the guids start repeating. Other
+    // kinds never equal a link hash (each kind hashes with its own seed), so they skip that
+    // column and add nothing to the chance of a false match.
+    ptrdiff_t hit = seen_.find(seen_record::fingerprint(k.identity), k.kind == identity_kind::link);
     // A miss under this document's identity may be a hit under the one an earlier document
     // gave the entry (its guid repeated then, or repeats now): not a new article.
-    for (int a = 0; !known && a < 3 && k.aliases[a] != 0; ++a)
-      known = seen_.find(k.aliases[a], &content);
-    if (!known) {
+    for (int a = 0; hit < 0 && a < 3 && k.aliases[a] != 0; ++a)
+      hit = seen_.find(seen_record::fingerprint(k.aliases[a]), k.aliases[a] == k.link_alias);
+    if (hit < 0) {
       verdicts.push_back(verdict::fresh);
     } else {
-      verdicts.push_back(content == k.content ? verdict::seen : verdict::updated);
+      const bool same = seen_[size_t(hit)].content() == seen_record::content_fingerprint(k.content);
+      verdicts.push_back(same ? verdict::seen : verdict::updated);
+      // The entry's record is rewritten below under this document's identity: the old
+      // one goes (one record per entry, never two).
+      scratch.replaced[size_t(hit)] = 1;
     }
-    seen_.put(k.identity, k.content);
-    if (k.link_alias != 0) seen_.put(k.link_alias, k.content);
+    scratch.added.push_back(seen_record::from_hashes(k.identity, k.link_alias, k.content));
   }
+  seen_.update(scratch.replaced, scratch.added, scratch.merged);
 }
 
 }  // namespace feedplane::feed
