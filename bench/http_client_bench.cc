@@ -131,6 +131,7 @@ class fp_runner {
     std::string err;
     feedplane::net::loop_options lo;
     lo.ring_entries = 256;
+    lo.buffer_size = 16384;  // as feedplane serve's shards (an 8 KB feed in one receive)
     l_ = feedplane::net::loop::create(lo, &err);
     if (!l_) return err;
     feedplane::net::client_options o;
