@@ -51,7 +51,7 @@ void append_list_snapshot(uint64_t id_hash, uint64_t identity, const uint64_t* s
   put(id_hash, out);
   put(identity, out);
   out.push_back(char(uint8_t(n)));
-  out.append(reinterpret_cast<const char*>(seqs), n * sizeof(uint64_t));
+  if (n != 0) out.append(reinterpret_cast<const char*>(seqs), n * sizeof(uint64_t));
 }
 
 void finish_partition_snapshot(uint32_t count, std::string& out) {
@@ -94,7 +94,7 @@ bool decode_partition_snapshot(std::string_view bytes, uint32_t partition, parti
     if (n > max_k) return fail(fmt::format("list {} holds {} entries (at most {})", i, n, max_k));
     if (in.size() < size_t(n) * 8) return fail(fmt::format("list {} cut short", i));
     e.seqs.resize(n);
-    std::memcpy(e.seqs.data(), in.data(), size_t(n) * 8);
+    if (n != 0) std::memcpy(e.seqs.data(), in.data(), size_t(n) * 8);
     in.remove_prefix(size_t(n) * 8);
     for (uint64_t s : e.seqs) {
       if (s == 0 || s > out.applied)
