@@ -23,7 +23,7 @@ one() {
   until [ "$(curl -s -m 2 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/readyz")" = 200 ]; do sleep 0.01; done
   t1=$(date +%s.%N)
   m=$(curl -s -m 5 "http://127.0.0.1:$port/metrics")
-  echo "$1: ready in $(echo "$t1 - $t0" | bc) s; articles matched $(echo "$m" | awk '/^feedplane_reflector_articles_matched_total/ {print $2}'), lists restored $(echo "$m" | awk '/^feedplane_reflector_restored_lists_total/ {print $2}'), subscriptions $(echo "$m" | awk '/^feedplane_reflector_subscriptions / {print $2}')"
+  echo "$1: ready in $(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.2f", b - a}') s; articles matched $(echo "$m" | awk '/^feedplane_reflector_articles_matched_total/ {print $2}'), lists restored $(echo "$m" | awk '/^feedplane_reflector_restored_lists_total/ {print $2}'), subscriptions $(echo "$m" | awk '/^feedplane_reflector_subscriptions / {print $2}')"
   kill "$pid"; wait "$pid" || true; pid=""
 }
 for _ in $(seq "$rounds"); do
