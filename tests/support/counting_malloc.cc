@@ -28,6 +28,9 @@
 #endif
 
 namespace {
+// Relaxed throughout: each counter is a sum (and a running maximum) read by the test
+// thread after the allocations it measures, on that same thread; no other memory is
+// published through them.
 std::atomic<int64_t> g_live{0};  // bytes held now (malloc_usable_size of each block)
 std::atomic<int64_t> g_peak{0};  // highest g_live since reset_peak()
 
