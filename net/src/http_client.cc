@@ -215,8 +215,8 @@ http_client::~http_client() {
 }
 
 size_t http_client::connection_memory() const {
-  size_t total =
-      bufs_.bytes() + conns_.capacity() * sizeof(conns_[0]) + conn_free_.capacity() * sizeof(conn*);
+  size_t total = bufs_.bytes() + conns_.capacity() * sizeof(conns_[0]) +
+                 conn_free_.capacity() * sizeof(uintptr_t);
   for (const auto& c : conns_) {
     total += sizeof(conn) + c->out.capacity() + c->pending.capacity() +
              c->addrs.capacity() * sizeof(ip_address) + c->tls.buffered_bytes();

@@ -21,7 +21,7 @@ cat >"$tmp/in/http_client.json" <<'J'
  {"name": "feedplane_vs_libcurl_multi/200/iterations:4/manual_time", "run_type": "iteration", "time_unit": "ms", "fp_cpu_us_per_fetch": 14.0},
  {"name": "feedplane_vs_libcurl_multi/304/iterations:4/manual_time", "run_type": "iteration", "time_unit": "ms", "fp_cpu_us_per_fetch": 12.0},
  {"name": "feedplane_vs_libcurl_multi/https_200/iterations:4/manual_time", "run_type": "iteration", "time_unit": "ms", "fp_cpu_us_per_fetch": 30.0},
- {"name": "feedplane_vs_libcurl_multi/https_new_conn/iterations:4/manual_time", "run_type": "iteration", "time_unit": "ms", "fp_cpu_us_per_fetch": 130.0}]}
+ {"name": "feedplane_vs_libcurl_multi/https_new_full/iterations:4/manual_time", "run_type": "iteration", "time_unit": "ms", "fp_cpu_us_per_fetch": 130.0}]}
 J
 cat >"$tmp/in/feed.json" <<'J'
 {"context": {}, "benchmarks": [{"name": "BM_feedplane_rss", "run_type": "iteration", "time_unit": "ns", "cpu_time": 11000.0}]}

@@ -1042,7 +1042,7 @@ void crawler::release_domain(uint64_t sid) {
     if (d.waiting_head == d.waiting.size()) {
       d.waiting.clear();  // keeps its capacity while the domain is busy; the sweep frees it
       d.waiting_head = 0;
-    } else if (d.waiting_head >= 64 && d.waiting_head * 2 >= d.waiting.size()) {
+    } else if (d.waiting_head >= 64 && size_t{d.waiting_head} * 2 >= d.waiting.size()) {
       // A queue that never drains: drop the served front now and then (amortised O(1)).
       d.waiting.erase(d.waiting.begin(), d.waiting.begin() + d.waiting_head);
       d.waiting_head = 0;

@@ -23,7 +23,10 @@
 // Lists are derived state: at start-up `feedplane serve` replays the article log and the
 // shards re-match it (store_options::replay_from); each subscription records the first
 // sequence it matches (its backfill's start, else the sequence its shard had applied when
-// it was made), so a replay gives it the same list.
+// it was made), so a replay gives it the same list. Each shard also snapshots its
+// partitions' lists (snapshot.h, every reflector.snapshot_interval_s and on a clean stop):
+// a start restores them and re-matches, below the snapshots' sequences, only the
+// subscriptions they do not cover.
 #pragma once
 
 #include "feedplane/dataplane/component.h"
