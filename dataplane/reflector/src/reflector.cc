@@ -1476,8 +1476,11 @@ void reflector::write_snapshot(uint32_t p) {
     const uint32_t v = ps.get(slot);
     if (v == 0) continue;
     const subscription& sub = *subs_[v - 1];
-    if (sub.backfilling != 0) {
-      dirty_[p] = 2;  // written again next round, once the backfill landed
+    // Not yet durable (its backfill starts at the ack), or a backfill in flight: the list
+    // lacks matches its first sequence promises. Left out (a restart re-matches it from
+    // that sequence) and written again next round.
+    if (!sub.live || sub.backfilling != 0) {
+      dirty_[p] = 2;
       continue;
     }
     sub.list.copy_to(snap_seqs_);
