@@ -380,7 +380,11 @@ TEST(Records, TruncatedOrGarbledRecordsAreNamedErrors) {
   }
   source_record sr;
   EXPECT_EQ(decode("", sr), record_errc::empty);
-  EXPECT_EQ(decode(std::string("\x01\x05\x00\x00\x00ab", 7), sr), record_errc::truncated);
+  EXPECT_EQ(decode(std::string("\x01\x05\x00\x00\x00"
+                               "ab",
+                               7),
+                   sr),
+            record_errc::truncated);
 }
 
 TEST(Records, ASourceRestoredFromItsRecordRedeliversNothing) {
