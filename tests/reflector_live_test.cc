@@ -60,6 +60,7 @@ struct ack : rt::store_write {
     // The count's release pairs with the test's acquire load of it, after which it reads
     // first_seq (relaxed is enough behind that edge).
     box->last_first_seq.store(first_seq, std::memory_order_relaxed);
+    // Release: pairs with the test's acquire loads of acked in write_and_wait.
     box->acked.fetch_add(1, std::memory_order_release);
   }
 };
@@ -117,12 +118,14 @@ class live_server {
       std::lock_guard<std::mutex> g(box_.mu);
       for (auto& a : as) box_.articles.push_back(std::move(a));
     }
+    // Acquire: pairs with on_durable's release increment, so first_seq is visible after it.
     for (int i = 0; i < 20000 && box_.acked.load(std::memory_order_acquire) == before; ++i) {
       wake_all();
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
+    // Acquire as above; then relaxed is enough for first_seq, written before the release.
     EXPECT_NE(box_.acked.load(std::memory_order_acquire), before) << "the write never came back";
-    return box_.last_first_seq.load(std::memory_order_relaxed);
+    return box_.last_first_seq.load(std::memory_order_relaxed);  // ordered by the acquire above
   }
 
  private:

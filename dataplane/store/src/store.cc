@@ -604,8 +604,9 @@ std::vector<store_port> ports_from_mesh(runtime::mesh& m) {
     ports[i].wake = [](void* slot) {
       // Acquire pairs with the shard's release store of its loop into the slot when the loop
       // starts, so the loop it sees is fully built; null before then (nothing to wake).
-      if (net::loop* l =
-              static_cast<std::atomic<net::loop*>*>(slot)->load(std::memory_order_acquire)) {
+      auto* loop_slot = static_cast<std::atomic<net::loop*>*>(slot);
+      // Acquire: pairs with the shard's release store of its loop (above).
+      if (net::loop* l = loop_slot->load(std::memory_order_acquire)) {
         l->wake_from_any_thread();
       }
     };
