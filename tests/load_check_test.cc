@@ -4,6 +4,8 @@
 // duplicates, an empty run fails).
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "feedplane/load/delivery.h"
 #include "feedplane/load/reference.h"
 
@@ -53,6 +55,64 @@ TEST(LoadReference, RefusesMalformed) {
   EXPECT_EQ(ref_query::parse("", v, &err), nullptr);
 }
 
+// cover(): every article a query matches holds one of its cover words, over random
+// articles and random queries of every operator (the check only tries those articles).
+TEST(LoadReference, CoverHoldsEveryMatch) {
+  const std::vector<std::string> words = {"alpha", "beta", "gamma", "delta", "eps", "zeta"};
+  uint64_t x = 12345;
+  const auto next = [&](uint64_t n) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    return (x >> 33) % n;
+  };
+  ref_vocab v;
+  std::vector<ref_doc> docs;
+  for (int i = 0; i < 60; ++i) {
+    std::string title, body;
+    for (uint64_t j = next(3); j > 0; --j) title += words[next(words.size())] + " ";
+    for (uint64_t j = next(6); j > 0; --j) body += words[next(words.size())] + " ";
+    docs.push_back(ref_doc::make(v, title, body));
+  }
+  std::function<std::string(int)> gen = [&](int depth) -> std::string {
+    const uint64_t kind = depth > 2 ? next(3) : next(8);
+    switch (kind) {
+      case 0:
+      case 1:
+        return words[next(words.size())];
+      case 2:
+        return next(4) == 0 ? "absentword" : "\"" + words[next(words.size())] + " " +
+                                                 words[next(words.size())] + "\"";
+      case 3:
+        return gen(depth + 1) + " " + gen(depth + 1);
+      case 4:
+        return "(" + gen(depth + 1) + " OR " + gen(depth + 1) + ")";
+      case 5:
+        return gen(depth + 1) + " -" + words[next(words.size())];
+      case 6:
+        return "title:(" + gen(depth + 1) + ")";
+      default:
+        return "NOT " + gen(depth + 1);
+    }
+  };
+  const auto cost = [](uint32_t w) { return size_t(w % 3); };
+  int with_cover = 0;
+  for (int i = 0; i < 2000; ++i) {
+    const std::string q = gen(0);
+    std::string err;
+    auto rq = ref_query::parse(q, v, &err);
+    ASSERT_NE(rq, nullptr) << q << ": " << err;
+    std::vector<uint32_t> cover;
+    if (!rq->cover(&cover, cost)) continue;
+    ++with_cover;
+    for (const ref_doc& d : docs) {
+      if (!rq->matches(d)) continue;
+      bool held = false;
+      for (uint32_t w : cover) held = held || d.has(w, false);
+      EXPECT_TRUE(held) << q;
+    }
+  }
+  EXPECT_GT(with_cover, 1000);  // most generated queries have a positive term
+}
+
 truth_entry entry(std::string guid, double published, std::string text, bool initial = false) {
   truth_entry e;
   e.feed = "http://a.example/feed";
@@ -64,13 +124,49 @@ truth_entry entry(std::string guid, double published, std::string text, bool ini
   return e;
 }
 
-checked_subscription sub(std::string query, uint32_t k, std::vector<served_item> served) {
-  checked_subscription s;
-  s.id = "s";
-  s.query = std::move(query);
-  s.k = k;
-  s.served = std::move(served);
-  return s;
+struct served {
+  std::string id;
+  uint64_t seq;
+};
+
+struct sub_spec {
+  std::string query;
+  uint32_t k;
+  std::vector<served> items;
+};
+
+sub_spec sub(std::string query, uint32_t k, std::vector<served> items) {
+  return {std::move(query), k, std::move(items)};
+}
+
+// The check as the driver runs it: served ids resolved in the truth index (unknown ones
+// kept by name) and sequences given per truth entry.
+delivery_result check_delivery(const std::vector<truth_entry>& t, const std::vector<sub_spec>& specs,
+                               const std::vector<served>& known) {
+  const truth_index idx(t);
+  std::vector<uint64_t> seq(idx.size(), 0);
+  std::vector<checked_subscription> subs;
+  for (const sub_spec& sp : specs) {
+    checked_subscription s;
+    s.id = "s";
+    s.query = sp.query;
+    s.k = sp.k;
+    for (const served& it : sp.items) {
+      const uint32_t e = idx.find(it.id);
+      if (e == truth_index::unknown) {
+        s.unknown.push_back(it.id);
+        continue;
+      }
+      s.served.push_back({e, it.seq});
+      seq[e] = it.seq;
+    }
+    subs.push_back(std::move(s));
+  }
+  for (const served& it : known) {
+    const uint32_t e = idx.find(it.id);
+    if (e != truth_index::unknown) seq[e] = it.seq;
+  }
+  return feedplane::load::check_delivery(idx, subs, seq);
 }
 
 TEST(LoadDelivery, ExactWhenAtMostK) {

@@ -19,7 +19,8 @@ std::string delivery_result::line() const {
       expected, delivered, pushed_out, unexplained, duplicates);
 }
 
-bool read_truth(const std::string& path, std::vector<truth_entry>& out, std::string* error) {
+bool read_truth(const std::string& path, std::vector<truth_entry>& out, std::string* error,
+                bool keep_initial) {
   std::ifstream in(path);
   if (!in) {
     *error = fmt::format("cannot read {}", path);
@@ -82,6 +83,7 @@ bool read_truth(const std::string& path, std::vector<truth_entry>& out, std::str
     }
     if (is_feed) keep[feed_id] = feed_keep;
     if (!is_entry) continue;  // the farm's header, feed and start lines
+    if (e.initial && !keep_initial) continue;
     positions.push_back({feed_id, seq, out.size()});
     if (e.guid.empty() && e.link.empty()) {
       *error = fmt::format("{}:{}: an entry without guid and link", path, n);
@@ -102,28 +104,54 @@ bool read_truth(const std::string& path, std::vector<truth_entry>& out, std::str
   return true;
 }
 
-delivery_result check_delivery(const std::vector<truth_entry>& truth,
+truth_index::truth_index(std::vector<truth_entry> entries) : entries_(std::move(entries)) {
+  by_id_.reserve(entries_.size());
+  for (uint32_t i = 0; i < entries_.size(); ++i) {
+    const truth_entry& e = entries_[i];
+    by_id_.emplace(e.guid.empty() ? std::string_view(e.link) : std::string_view(e.guid), i);
+  }
+}
+
+uint32_t truth_index::find(std::string_view id) const {
+  const auto it = by_id_.find(id);
+  return it == by_id_.end() ? unknown : it->second;
+}
+
+delivery_result check_delivery(const truth_index& truth,
                                const std::vector<checked_subscription>& subs,
-                               const std::unordered_map<std::string, uint64_t>& known_seq,
-                               double grace) {
-  // Published entries (never the initial backlog), their documents, and their index by the
-  // identity the reflector serves (guid, else link).
+                               const std::vector<uint64_t>& seq, double grace) {
+  // Published entries (never the initial backlog) and their documents; doc_of maps a
+  // truth entry to its document (none for the backlog and entries missed at source).
+  constexpr uint32_t none = truth_index::unknown;
+  const auto seq_of = [&](uint32_t e) { return e < seq.size() ? seq[e] : 0; };
   ref_vocab vocab;
-  std::vector<const truth_entry*> entries;
+  std::vector<uint32_t> entry_of;  // document -> truth entry
+  std::vector<uint32_t> doc_of(truth.size(), none);
   std::vector<ref_doc> docs;
-  std::unordered_map<std::string, uint32_t> by_id;
   uint64_t missed_at_source = 0;
-  for (const auto& e : truth) {
+  for (uint32_t i = 0; i < truth.size(); ++i) {
+    const truth_entry& e = truth.entries()[i];
     if (e.initial) continue;
-    const std::string& id = e.guid.empty() ? e.link : e.guid;
-    if (known_seq.count(id) == 0 && e.evicted - e.published <= grace) {
+    if (seq_of(i) == 0 && e.evicted - e.published <= grace) {
       ++missed_at_source;
       continue;
     }
-    by_id.emplace(e.guid.empty() ? e.link : e.guid, uint32_t(entries.size()));
-    entries.push_back(&e);
+    doc_of[i] = uint32_t(docs.size());
+    entry_of.push_back(i);
     docs.push_back(ref_doc::make(vocab, e.title, e.text));
   }
+  // Postings: the documents that hold each word (title or body), in document order. Only
+  // which documents a query is tried on comes from them (ref_query::cover).
+  std::vector<std::vector<uint32_t>> postings(vocab.size());
+  for (uint32_t d = 0; d < docs.size(); ++d) {
+    for (const auto* words : {&docs[d].title, &docs[d].body}) {
+      for (uint32_t w : *words) {
+        auto& p = postings[w];
+        if (p.empty() || p.back() != d) p.push_back(d);
+      }
+    }
+  }
+  const auto cost = [&](uint32_t w) { return w < postings.size() ? postings[w].size() : 0; };
 
   delivery_result total;
   total.missed_at_source = missed_at_source;
@@ -131,12 +159,16 @@ delivery_result check_delivery(const std::vector<truth_entry>& truth,
   std::atomic<size_t> next{0};  // relaxed: only hands out distinct indices
   auto work = [&] {
     delivery_result r;
-    std::vector<uint32_t> expected;
-    std::unordered_set<std::string_view> served_ids;
+    std::vector<uint32_t> expected, cover;
+    // Per document: the subscription that last tried it, and the one that last served it
+    // (stamps instead of clearing a set per subscription).
+    std::vector<uint32_t> tried(docs.size(), none), served_by(docs.size(), none);
+    std::unordered_set<std::string_view> unknown_ids;
     for (;;) {
       const size_t i = next.fetch_add(1, std::memory_order_relaxed);
       if (i >= subs.size()) break;
       const checked_subscription& s = subs[i];
+      const auto stamp = uint32_t(i);
       ++r.subscriptions;
       std::string err;
       auto q = ref_query::parse(s.query, vocab, &err);
@@ -147,50 +179,88 @@ delivery_result check_delivery(const std::vector<truth_entry>& truth,
         continue;
       }
       expected.clear();
-      for (uint32_t d = 0; d < docs.size(); ++d) {
-        if (q->matches(docs[d])) expected.push_back(d);
+      if (q->cover(&cover, cost)) {
+        for (uint32_t w : cover) {
+          if (w >= postings.size()) continue;
+          for (uint32_t d : postings[w]) {
+            if (tried[d] == stamp) continue;
+            tried[d] = stamp;
+            if (q->matches(docs[d])) expected.push_back(d);
+          }
+        }
+      } else {
+        for (uint32_t d = 0; d < docs.size(); ++d) {
+          if (q->matches(docs[d])) expected.push_back(d);
+        }
       }
       r.expected += expected.size();
       // Served items: duplicates, false items, and the oldest true one.
-      served_ids.clear();
       uint64_t oldest_seq = UINT64_MAX;
-      for (const auto& it : s.served) {
-        if (!served_ids.insert(it.id).second) {
-          ++r.duplicates;
-          if (r.examples.size() < 5)
-            r.examples.push_back(fmt::format("subscription {}: {} served twice", s.id, it.id));
+      size_t distinct = 0;
+      const auto false_item = [&](std::string_view id) {
+        ++r.false_items;
+        ++r.unexplained;
+        if (r.examples.size() < 5)
+          r.examples.push_back(fmt::format("subscription {} ({:?}): served {} which is no true match",
+                                           s.id, s.query, id));
+      };
+      const auto duplicate = [&](std::string_view id) {
+        ++r.duplicates;
+        if (r.examples.size() < 5)
+          r.examples.push_back(fmt::format("subscription {}: {} served twice", s.id, id));
+      };
+      unknown_ids.clear();
+      for (const auto& id : s.unknown) {
+        if (!unknown_ids.insert(id).second) {
+          duplicate(id);
           continue;
         }
-        auto f = by_id.find(it.id);
-        if (f == by_id.end() || !q->matches(docs[f->second])) {
-          ++r.false_items;
-          ++r.unexplained;
-          if (r.examples.size() < 5)
-            r.examples.push_back(fmt::format(
-                "subscription {} ({:?}): served {} which is no true match", s.id, s.query, it.id));
+        ++distinct;
+        false_item(id);
+      }
+      for (const auto& it : s.served) {
+        const truth_entry& e = truth.entries()[it.entry];
+        const std::string_view id = e.guid.empty() ? e.link : e.guid;
+        const uint32_t d = doc_of[it.entry];
+        // Not a document (the backlog, or never sequenced): a false item, duplicated or not.
+        if (d == none) {
+          if (!unknown_ids.insert(id).second) {
+            duplicate(id);
+            continue;
+          }
+          ++distinct;
+          false_item(id);
+          continue;
+        }
+        if (served_by[d] == stamp) {
+          duplicate(id);
+          continue;
+        }
+        served_by[d] = stamp;
+        ++distinct;
+        if (!q->matches(docs[d])) {
+          false_item(id);
           continue;
         }
         ++r.delivered;
         oldest_seq = std::min(oldest_seq, it.seq);
       }
-      const bool full = served_ids.size() >= s.k;
+      const bool full = distinct >= s.k;
       for (uint32_t d : expected) {
-        const truth_entry& e = *entries[d];
-        const std::string& id = e.guid.empty() ? e.link : e.guid;
-        if (served_ids.count(id) != 0) continue;
-        bool explained = false;
-        if (expected.size() > s.k && full) {
-          auto ks = known_seq.find(id);
-          explained = ks != known_seq.end() && ks->second < oldest_seq;
-        }
+        if (served_by[d] == stamp) continue;
+        const uint32_t ei = entry_of[d];
+        const uint64_t es = seq_of(ei);
+        const bool explained = expected.size() > s.k && full && es != 0 && es < oldest_seq;
         if (explained) {
           ++r.pushed_out;
         } else {
           ++r.unexplained;
-          if (r.examples.size() < 5)
+          if (r.examples.size() < 5) {
+            const truth_entry& e = truth.entries()[ei];
             r.examples.push_back(fmt::format("subscription {} ({:?}, k {}): missing {} from {}{}",
-                                             s.id, s.query, s.k, id, e.feed,
-                                             known_seq.count(id) != 0 ? "" : " (never sequenced)"));
+                                             s.id, s.query, s.k, e.guid.empty() ? e.link : e.guid,
+                                             e.feed, es != 0 ? "" : " (never sequenced)"));
+          }
         }
       }
     }

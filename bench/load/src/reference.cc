@@ -273,4 +273,64 @@ std::unique_ptr<ref_query> ref_query::parse(std::string_view q, const ref_vocab&
 
 bool ref_query::matches(const ref_doc& d) const { return eval(*root_, d, false); }
 
+namespace {
+
+// cover() of one node: words of which every article the node matches has one (see
+// reference.h); false when none exists. A title: restriction only narrows a node's
+// matches, so the unrestricted words still cover it.
+bool cover_of(const node& n, std::vector<uint32_t>* out,
+              const std::function<size_t(uint32_t)>& cost) {
+  out->clear();
+  switch (n.kind) {
+    case node::word:
+      if (n.words[0] != ref_vocab::absent) out->push_back(n.words[0]);
+      return true;
+    case node::phrase: {
+      // Every word of a phrase is in an article it matches: keep the cheapest one.
+      uint32_t best = ref_vocab::absent;
+      for (uint32_t w : n.words) {
+        if (w == ref_vocab::absent) return true;  // never matches: the empty set
+        if (best == ref_vocab::absent || cost(w) < cost(best)) best = w;
+      }
+      if (best != ref_vocab::absent) out->push_back(best);
+      return true;
+    }
+    case node::all: {
+      // Any one conjunct's cover covers the conjunction: keep the cheapest.
+      bool found = false;
+      size_t best_cost = 0;
+      std::vector<uint32_t> kid;
+      for (const auto& k : n.kids) {
+        if (!cover_of(*k, &kid, cost)) continue;
+        size_t c = 0;
+        for (uint32_t w : kid) c += cost(w);
+        if (!found || c < best_cost) {
+          found = true;
+          best_cost = c;
+          *out = kid;
+        }
+      }
+      return found;
+    }
+    case node::any: {
+      std::vector<uint32_t> kid;
+      for (const auto& k : n.kids) {
+        if (!cover_of(*k, &kid, cost)) return false;
+        out->insert(out->end(), kid.begin(), kid.end());
+      }
+      return true;
+    }
+    case node::negate:
+      return false;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool ref_query::cover(std::vector<uint32_t>* out,
+                      const std::function<size_t(uint32_t)>& cost) const {
+  return cover_of(*root_, out, cost);
+}
+
 }  // namespace feedplane::load

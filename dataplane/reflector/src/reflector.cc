@@ -17,6 +17,7 @@
 #include <array>
 #include <cerrno>
 #include <chrono>
+#include <iterator>
 #include <condition_variable>
 #include <cstring>
 #include <ctime>
@@ -473,6 +474,9 @@ class reflector final : public dataplane::component {
                 std::function<void(reflector&)> done);
   cached_article* article(uint64_t seq);
   void remember(const rt::article& a);
+  // Match-time and delivery-latency metrics of one article matched since t0.
+  void observe_match(const rt::article& a, std::chrono::steady_clock::time_point t0,
+                     bool replaying);
   // What matching reads of a: its words and its source's tokens (the host of its feed URL
   // and its source id: matcher/source.h), which `source:` terms match. The tokens are made
   // here, at match time, into scope_, so the frozen article and its durable record carry
@@ -621,6 +625,8 @@ class reflector final : public dataplane::component {
     rt::counter* searched = nullptr;
     rt::histogram* list_size = nullptr;
     rt::histogram* match_us = nullptr;
+    rt::histogram* match_by_words_us[4] = {};  // <= 64, <= 256, <= 1024, more words
+    rt::histogram* delivered_us = nullptr;
     rt::counter* articles = nullptr;
     rt::counter* snapshot_files = nullptr;
     rt::counter* snapshot_bytes = nullptr;
@@ -684,6 +690,19 @@ reflector::reflector(shard_services& s)
                                    "Matching one article against a shard's subscriptions, "
                                    "list appends included",
                                    {}, 1e-6);  // observed in microseconds
+  for (size_t i = 0; i < std::size(m_.match_by_words_us); ++i) {
+    static constexpr const char* classes[] = {"<=64", "<=256", "<=1024", ">1024"};
+    m_.match_by_words_us[i] = &reg.add_histogram(
+        "feedplane_reflector_match_by_words_seconds",
+        "Matching one article against a shard's subscriptions, by the article's word count "
+        "(Cobra's Figure 10)",
+        fmt::format("words=\"{}\"", classes[i]), 1e-6);
+  }
+  m_.delivered_us = &reg.add_histogram(
+      "feedplane_reflector_delivered_seconds",
+      "From the end of the crawler's fetch to this shard's lists holding the article's matches "
+      "(Cobra's intra-network latency, Figure 13; wall clock, millisecond resolution)",
+      {}, 1e-6);
   m_.articles = &reg.add_counter("feedplane_reflector_articles_matched_total",
                                  "Articles matched (every shard counts each)");
   m_.list_size = &reg.add_histogram("feedplane_reflector_list_size",
@@ -1547,9 +1566,7 @@ void reflector::on_article(rt::shard&, const rt::article_ref& a) {
   // Fast: the index touches only the postings of the article's words (matcher/index.h).
   (replaying ? *replay_index_ : index_).match(scoped_words(*a), result_);
   if (result_.ids().empty()) {
-    m_.match_us->observe(uint64_t(
-        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0)
-            .count()));
+    observe_match(*a, t0, replaying);
     return;
   }
   const uint64_t replaces = a->meta().replaces;
@@ -1571,9 +1588,23 @@ void reflector::on_article(rt::shard&, const rt::article_ref& a) {
   }
   if (any) remember(*a);
   m_.list_entries->set(int64_t(list_entries_));
-  m_.match_us->observe(uint64_t(
+  observe_match(*a, t0, replaying);
+}
+
+void reflector::observe_match(const rt::article& a, std::chrono::steady_clock::time_point t0,
+                              bool replaying) {
+  const auto us = uint64_t(
       std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0)
-          .count()));
+          .count());
+  m_.match_us->observe(us);
+  const size_t words = a.words().size();
+  m_.match_by_words_us[words <= 64 ? 0 : words <= 256 ? 1 : words <= 1024 ? 2 : 3]->observe(us);
+  // A replayed article was fetched by an earlier run: its latency is not this one's.
+  if (replaying || a.meta().fetched_ms <= 0) return;
+  const int64_t now_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+  m_.delivered_us->observe(uint64_t(std::max<int64_t>(0, now_us - a.meta().fetched_ms * 1000)));
 }
 
 void reflector::remember(const rt::article& a) {

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -32,16 +33,36 @@ struct truth_entry {
   double evicted = 1e300;
 };
 
+// The truth log's entries, found by the identity the reflector serves (guid, else link).
+class truth_index {
+ public:
+  static constexpr uint32_t unknown = 0xffffffffu;
+  explicit truth_index(std::vector<truth_entry> entries);
+  truth_index(const truth_index&) = delete;
+  truth_index& operator=(const truth_index&) = delete;
+  // The entry served as `id`, or unknown.
+  uint32_t find(std::string_view id) const;
+  const std::vector<truth_entry>& entries() const { return entries_; }
+  size_t size() const { return entries_.size(); }
+
+ private:
+  std::vector<truth_entry> entries_;
+  std::unordered_map<std::string_view, uint32_t> by_id_;  // views into entries_
+};
+
+// A served item as the check keeps it: 16 bytes, so a 10M-subscription run's hundred
+// million items fit in memory.
 struct served_item {
-  std::string id;  // the entry's guid (else its link), as the reflector serves it
-  uint64_t seq = 0;
+  uint32_t entry = truth_index::unknown;  // in the truth index
+  uint64_t seq = 0;                       // _feedplane.seq as served
 };
 
 struct checked_subscription {
   std::string id;
   std::string query;
   uint32_t k = 10;
-  std::vector<served_item> served;  // as served, newest first
+  std::vector<served_item> served;  // as served, newest first; ids in the truth log
+  std::vector<std::string> unknown;  // served ids that are in no truth entry (false items)
 };
 
 struct delivery_result {
@@ -61,15 +82,18 @@ struct delivery_result {
 // Reads the farm's truth log (JSON Lines; the "kind": "entry" lines, with url, guid, link,
 // published, title, text, initial). Returns false and sets *error on an unreadable file or
 // line.
-bool read_truth(const std::string& path, std::vector<truth_entry>& out, std::string* error);
+// keep_initial false leaves the backlog out (a million-feed farm's is ~14M entries; a
+// served backlog item is then an unknown id, a false item either way).
+bool read_truth(const std::string& path, std::vector<truth_entry>& out, std::string* error,
+                bool keep_initial = true);
 
-// Entries that feedplane never sequenced and that left their feed within `grace` seconds
-// of being published (a crawler fetching at its ceiling interval could miss them: Cobra's
-// "missed entries") are not expected; they are counted in missed_at_source. Any other
-// entry that was never sequenced is unexplained.
-delivery_result check_delivery(const std::vector<truth_entry>& truth,
+// seq[i] is feedplane's sequence of truth entry i (from its article log), 0 when it never
+// sequenced it. Entries that feedplane never sequenced and that left their feed within
+// `grace` seconds of being published (a crawler fetching at its ceiling interval could
+// miss them: Cobra's "missed entries") are not expected; they are counted in
+// missed_at_source. Any other entry that was never sequenced is unexplained.
+delivery_result check_delivery(const truth_index& truth,
                                const std::vector<checked_subscription>& subs,
-                               const std::unordered_map<std::string, uint64_t>& known_seq,
-                               double grace = 0);
+                               const std::vector<uint64_t>& seq, double grace = 0);
 
 }  // namespace feedplane::load
