@@ -2,6 +2,7 @@
 // issue 12 asks for (document size, entries, posting rates, daily and weekly cycles), the
 // validators, the request dispatch, the truth log against the served documents, the share
 // of HTTPS hosts and the farm CA's certificates (checked by OpenSSL's verifier).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <simdjson.h>
 #include <unistd.h>
@@ -337,6 +338,28 @@ TEST(Farm, OpmlAndPins) {
     EXPECT_EQ(line, f.hosts()[lines] + ":8080:127.0.0.1");
   EXPECT_EQ(lines, f.hosts().size());
   unlink(opml);
+  unlink(pins);
+}
+
+// --addresses: plain hosts pinned round the loopback addresses 127.0.0.1 ... 127.0.0.N.
+TEST(Farm, PinsSpreadOverLoopbackAddresses) {
+  fm::options o = opts(200);
+  o.addresses = 8;
+  fm::farm f(o, vocabulary::english(), now);
+  char pins[] = "/tmp/farm_pins_XXXXXX";
+  close(mkstemp(pins));
+  std::string err;
+  ASSERT_TRUE(fm::write_pins(f, pins, &err)) << err;
+  std::ifstream pn(pins);
+  std::set<std::string> used;
+  size_t lines = 0;
+  for (std::string line; std::getline(pn, line); ++lines) {
+    const std::string want = fmt::format("127.0.0.{}", 1 + lines % 8);
+    EXPECT_EQ(line, f.hosts()[lines] + ":8080:" + want);
+    used.insert(want);
+  }
+  EXPECT_EQ(lines, f.hosts().size());
+  EXPECT_EQ(used.size(), 8u);
   unlink(pins);
 }
 

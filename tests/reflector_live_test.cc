@@ -5,6 +5,7 @@
 // shards serve, by shard 0 as a crawler would (one durable write, sequenced by the store,
 // broadcast to every shard); polls over loopback see them arrive, with new ETags, 304s,
 // an updated entry swapped in place and the newest k kept.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <simdjson.h>
 #include <stdlib.h>
@@ -451,6 +452,47 @@ TEST(reflector_live, source_scoped_subscriptions_receive_only_their_sources_arti
   ASSERT_EQ(created.size(), 1u) << r.body;
   f = poll_until(port, created[0], 2, "iOS in the newsroom");
   EXPECT_EQ(f.seqs, (std::vector<uint64_t>{s1 + 3, s1})) << "backfilled from the recent window";
+}
+
+// POST /api/match-time (admin): every shard matches the probe against what it holds and
+// answers its subscriptions and how many matched; bad bodies and a missing token are
+// refused.
+TEST(reflector_live, match_time_probes_every_shard) {
+  live_server srv(2);
+  const int port = srv.port();
+  wait_ready(port, 2);
+  http_test::response r;
+  std::string bulk;
+  for (int i = 0; i < 40; ++i)
+    bulk += fmt::format("{{\"account\": \"probe\", \"query\": \"{}\", \"backfill\": false}}\n",
+                        i % 2 == 0 ? "rust" : "golang tokio");
+  for (int i = 0; i < 5000; ++i) {
+    r = request(port, "POST", "/api/subscriptions:bulk", bulk,
+                "Authorization: Bearer live-admin\r\n");
+    if (r.status != 503) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  ASSERT_EQ(r.status, 200) << r.body;
+  const std::string admin = "Authorization: Bearer live-admin\r\n";
+  r = request(port, "POST", "/api/match-time",
+              "{\"title\": \"Rust news\", \"text\": \"rust and tokio\", \"repeat\": 5}", admin);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_NE(r.body.find("\"words\": 5"), std::string::npos) << r.body;
+  // Twenty "rust" subscriptions match, split over the shards; the others need golang.
+  uint64_t held = 0, matched = 0;
+  for (size_t at = 0; (at = r.body.find("\"subscriptions\": ", at)) != std::string::npos;) {
+    at += 17;
+    held += std::stoull(r.body.substr(at));
+    const size_t m = r.body.find("\"matched\": ", at) + 11;
+    matched += std::stoull(r.body.substr(m));
+  }
+  EXPECT_EQ(held, 40u) << r.body;
+  EXPECT_EQ(matched, 20u) << r.body;
+  EXPECT_EQ(request(port, "POST", "/api/match-time", "{\"text\": \"x\"}").status, 401);
+  EXPECT_EQ(request(port, "POST", "/api/match-time", "{\"text\": 3}", admin).status, 400);
+  EXPECT_EQ(request(port, "POST", "/api/match-time", "{\"repeat\": 0}", admin).status, 400);
+  EXPECT_EQ(request(port, "POST", "/api/match-time", "{\"other\": 1}", admin).status, 400);
+  EXPECT_EQ(request(port, "POST", "/api/match-time", "[1", admin).status, 400);
 }
 
 }  // namespace

@@ -701,6 +701,12 @@ bool write_opml(const farm& fm, const std::string& path, std::string* error) {
   return true;
 }
 
+std::string address_of(const farm& fm, size_t host_index) {
+  const uint32_t n = std::max<uint32_t>(1, fm.opts().addresses);
+  const uint32_t k = uint32_t(1 + host_index % n);  // 1 ... 250
+  return fmt::format("127.0.0.{}", k);
+}
+
 bool write_pins(const farm& fm, const std::string& path, std::string* error) {
   std::ofstream out(path, std::ios::trunc);
   for (size_t i = 0; i < fm.hosts().size(); ++i) {
@@ -708,7 +714,8 @@ bool write_pins(const farm& fm, const std::string& path, std::string* error) {
     const uint16_t port = raw(fm.host_misbehaves(i)) ? fm.opts().raw_port
                           : fm.https_host(h)         ? fm.opts().https_port
                                                      : fm.opts().port;
-    out << h << ':' << port << ":127.0.0.1\n";
+    out << h << ':' << port << ':' << (port == fm.opts().port ? address_of(fm, i) : "127.0.0.1")
+        << '\n';
   }
   out.flush();
   if (!out) {

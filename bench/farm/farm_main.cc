@@ -65,6 +65,7 @@ struct flags {
   std::string hosts;
   double speed = 1;
   bool start_paused = false;
+  uint32_t addresses = 1;
   std::string truth;
   bool truth_brief_initial = false;
   std::string opml;
@@ -100,6 +101,14 @@ struct farm_server {
   net::loop* loop = nullptr;
   net::http_server* srv = nullptr;
   net::http_server* tls_srv = nullptr;  // the HTTPS listener's server (null without one)
+  std::vector<net::http_server*> more_srvs;  // plain, on 127.0.0.2 ... (--addresses)
+  // A plain-server statistic summed over every plain listener.
+  template <typename F>
+  uint64_t plain(F f) const {
+    uint64_t v = f(srv->stats());
+    for (const net::http_server* m : more_srvs) v += f(m->stats());
+    return v;
+  }
   farm::cert_authority* ca = nullptr;
   double speed = 1;
   net::timer publish_timer;
@@ -427,14 +436,14 @@ void add_routes(net::router& routes) {
         s.fm->size(), s.fm->hosts().size(), s.fm->initial_entries(), s.fm->published(),
         s.fm->started(), s.fm->started() ? s.fm->speed() : s.speed, now, s.fm->sim_time(now),
         s.requests,
-        s.srv->stats().not_modified + (s.tls_srv != nullptr ? s.tls_srv->stats().not_modified : 0),
+        s.plain([](const auto& st) { return uint64_t(st.not_modified); }) + (s.tls_srv != nullptr ? s.tls_srv->stats().not_modified : 0),
         s.not_found, s.misbehaved, s.raw_connections,
         s.tls_srv != nullptr ? s.tls_srv->stats().tls_handshakes : 0,
         s.tls_srv != nullptr ? s.tls_srv->stats().tls_resumed : 0,
         s.tls_srv != nullptr ? s.tls_srv->stats().tls_failed : 0,
         s.ca != nullptr ? s.ca->issued() : 0,
-        s.srv->stats().bytes_out + (s.tls_srv != nullptr ? s.tls_srv->stats().bytes_out : 0),
-        s.srv->stats().bytes_in + (s.tls_srv != nullptr ? s.tls_srv->stats().bytes_in : 0)));
+        s.plain([](const auto& st) { return uint64_t(st.bytes_out); }) + (s.tls_srv != nullptr ? s.tls_srv->stats().bytes_out : 0),
+        s.plain([](const auto& st) { return uint64_t(st.bytes_in); }) + (s.tls_srv != nullptr ? s.tls_srv->stats().bytes_in : 0)));
   });
 }
 
@@ -458,6 +467,7 @@ int run(const flags& fl) {
   opt.misbehaving_share = fl.misbehaving;
   opt.slow_seconds = fl.slow_seconds;
   opt.https_share = fl.https_share;
+  opt.addresses = fl.addresses;
   if (opt.hosts_file == "none") opt.hosts_file.clear();
   const workload::vocabulary& vocab = workload::vocabulary::english();
   const double now = wall_now();
@@ -471,6 +481,23 @@ int run(const flags& fl) {
   }
   const int port = net::bound_port(lfd);
   fm.set_port(static_cast<uint16_t>(port));
+  // The further loopback addresses of plain hosts, at the same port (options::addresses).
+  std::vector<int> more_lfds;
+  if (fl.addresses > 1) {
+    if (fl.listen.rfind("127.0.0.1:", 0) != 0) {
+      fmt::print(stderr, "farm: --addresses needs --listen 127.0.0.1:PORT\n");
+      return 1;
+    }
+    for (uint32_t k = 2; k <= fl.addresses; ++k) {
+      const std::string a = fmt::format("127.0.0.{}:{}", k, port);
+      const int fd = net::listen_tcp(a, false, &err);
+      if (fd < 0) {
+        fmt::print(stderr, "farm: listen {}: {}\n", a, err);
+        return 1;
+      }
+      more_lfds.push_back(fd);
+    }
+  }
   // The raw listener: same address, any free port.
   const std::string raw_listen = fl.listen.substr(0, fl.listen.rfind(':')) + ":0";
   const int raw_fd = net::listen_tcp(raw_listen, false, &err);
@@ -574,6 +601,15 @@ int run(const flags& fl) {
     fmt::print(stderr, "farm: cannot accept on {}\n", fl.listen);
     return 1;
   }
+  std::vector<std::unique_ptr<net::http_server>> more_srvs;
+  for (const int fd : more_lfds) {
+    more_srvs.push_back(std::make_unique<net::http_server>(*loop, routes, so, &state));
+    state.more_srvs.push_back(more_srvs.back().get());
+    if (!more_srvs.back()->start(fd)) {
+      fmt::print(stderr, "farm: cannot accept on 127.0.0.{}:{}\n", more_srvs.size() + 1, port);
+      return 1;
+    }
+  }
   std::unique_ptr<net::http_server> tls_srv;
   if (tls) {
     net::server_options tso = so;
@@ -608,6 +644,8 @@ int run(const flags& fl) {
   raw.close_all();
   srv.shutdown();
   if (tls_srv) tls_srv->shutdown();
+  for (auto& m : more_srvs) m->shutdown();
+  for (const int fd : more_lfds) close(fd);
   truth.flush();
   close(lfd);
   close(raw_fd);
@@ -657,6 +695,12 @@ int cli_main(int argc, char** argv) {
                  "certificates from a CA made at start-up")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--addresses", fl.addresses,
+                 "spread plain hosts over 127.0.0.1 ... 127.0.0.N, listening on each at the "
+                 "--listen port (a crawler's connections to one address and port run out of "
+                 "ephemeral ports near 470 new connections a second)")
+      ->check(CLI::Range(1, 250))
+      ->capture_default_str();
   app.add_option("--https-listen", fl.https_listen, "ADDR:PORT of the HTTPS listener")
       ->capture_default_str();
   app.add_option("--ca-out", fl.ca_out,

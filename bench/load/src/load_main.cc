@@ -54,7 +54,8 @@ struct options {
   uint32_t k = 10;
   uint32_t min_interval = 2;  // crawler floor and ceiling for the run, seconds
   uint32_t max_interval = 10;
-  uint32_t max_in_flight = 0;  // feedplane's fetches in flight per shard (0: its default)
+  uint32_t max_in_flight = 0;
+  uint32_t farm_addresses = 32;  // loopback addresses the farm's plain hosts are spread over  // feedplane's fetches in flight per shard (0: its default)
   double quiet = 6;  // seconds without a new sequenced article = quiesced
   uint64_t seed = 1;
   double https_share = 0;  // the farm's share of HTTPS hosts (its CA goes into ca_file)
@@ -316,6 +317,37 @@ void plot_xy(const std::string& dir, const std::string& name, const std::string&
   if (std::system(cmd.c_str()) != 0) fmt::print(stderr, "load: gnuplot failed for {}\n", name);
 }
 
+// Writes DIR/NAME.dat (x y1 y2 ... per row) and DIR/NAME.png: one line per titled column.
+void plot_lines(const std::string& dir, const std::string& name, const std::string& xlabel,
+                const std::string& ylabel, const std::vector<std::string>& titles,
+                const std::vector<std::vector<double>>& rows) {
+  if (rows.size() < 2) return;
+  const std::string dat = dir + "/" + name + ".dat";
+  {
+    std::ofstream d(dat);
+    for (const auto& row : rows) {
+      for (size_t i = 0; i < row.size(); ++i) d << (i == 0 ? "" : " ") << row[i];
+      d << "\n";
+    }
+  }
+  const std::string script = dir + "/" + name + ".gp";
+  {
+    std::ofstream g(script);
+    g << "set terminal pngcairo size 800,500 noenhanced\n";
+    g << "set output '" << dir << "/" << name << ".png'\n";
+    g << "set xlabel '" << xlabel << "'\nset ylabel '" << ylabel
+      << "'\nset grid\nset key top left\n";
+    g << "plot ";
+    for (size_t i = 0; i < titles.size(); ++i) {
+      g << (i == 0 ? "" : ", ") << "'" << dat << "' using 1:" << i + 2 << " with linespoints lw 2 title '"
+        << titles[i] << "'";
+    }
+    g << "\n";
+  }
+  const std::string cmd = "gnuplot '" + script + "' 2>/dev/null";
+  if (std::system(cmd.c_str()) != 0) fmt::print(stderr, "load: gnuplot failed for {}\n", name);
+}
+
 // CPU seconds (user + system) per thread name of a process, from /proc/PID/task/*/stat;
 // threads of one name (shard-0, shard-1, ...) are summed under their name without digits.
 std::map<std::string, double> thread_cpu(pid_t pid) {
@@ -430,6 +462,36 @@ bool all_fetched_since(http& h, const std::string& base, const std::string& toke
   }
 }
 
+// Waits until the pipeline is quiet: no article sequenced for still_s seconds, at least
+// min_s since the call, and every source fetched at or after since_ms (unix ms). Gives up
+// after limit_s. Returns whether it got quiet; *sequenced is the last count it saw.
+bool wait_until_quiet(http& h, const std::string& base, const std::string& token,
+                      double since_ms, double still_s, double min_s, double limit_s,
+                      double* sequenced) {
+  const auto start = clock_type::now();
+  auto still_since = start;
+  double last = -1;
+  for (;;) {
+    std::string m;
+    h.request("GET", base + "/metrics", "", "", "", m);
+    const double seq = metric(m, "feedplane_store_articles_sequenced_total");
+    if (seq != last) {
+      last = seq;
+      still_since = clock_type::now();
+    }
+    *sequenced = std::max(0.0, last);
+    const auto now = clock_type::now();
+    const double waited = std::chrono::duration<double>(now - start).count();
+    if (waited > limit_s) return false;
+    // The sources' list is read only once the count stands still (a million sources are a
+    // thousand pages).
+    if (std::chrono::duration<double>(now - still_since).count() >= still_s && waited >= min_s &&
+        all_fetched_since(h, base, token, since_ms))
+      return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+}
+
 void progress(const char* phase, double done, double total, const std::string& extra) {
   static const bool tty = isatty(2) != 0;
   static auto last = clock_type::now() - std::chrono::hours(1);
@@ -492,7 +554,9 @@ int run(const options& o) {
                                         "--opml",
                                         o.out + "/feeds.opml",
                                         "--pins",
-                                        o.out + "/pins.txt"};
+                                        o.out + "/pins.txt",
+                                        "--addresses",
+                                        std::to_string(o.farm_addresses)};
   const std::string ca_path = o.out + "/farm-ca.pem";
   if (o.https_share > 0) {
     for (const std::string& a : {std::string("--https-share"), fmt::format("{}", o.https_share),
@@ -584,33 +648,17 @@ int run(const options& o) {
   uint64_t backlog_articles = 0;
   {
     const auto w0 = clock_type::now();
-    double last = -1;
-    auto still_since = clock_type::now();
-    for (;;) {
-      std::string m;
-      h.request("GET", base + "/metrics", "", "", "", m);
-      const double seq = metric(m, "feedplane_store_articles_sequenced_total");
-      if (seq != last) {
-        last = seq;
-        still_since = clock_type::now();
-      }
-      const double waited = std::chrono::duration<double>(clock_type::now() - w0).count();
-      // 600 s, and a second per 500 feeds beyond (a million feeds' first fetch is ~14M
-      // articles parsed and sequenced).
-      const double limit = 600 + double(o.feeds) / 500;
-      if (waited > limit) {
-        fmt::print(stderr, "load: the initial crawl did not finish in {:.0f} s\n", limit);
-        cleanup();
-        return 2;
-      }
-      if (std::chrono::duration<double>(clock_type::now() - still_since).count() >= 1 &&
-          all_fetched_since(h, base, token, 1))
-        break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    // 600 s, and a second per 500 feeds beyond (a million feeds' first fetch).
+    const double limit = 600 + double(o.feeds) / 500;
+    double last = 0;
+    if (!wait_until_quiet(h, base, token, 1, 1, 0, limit, &last)) {
+      fmt::print(stderr, "load: the initial crawl did not finish in {:.0f} s\n", limit);
+      cleanup();
+      return 2;
     }
     fmt::print(stderr, "\nload: initial crawl done in {:.2f} s ({:.0f} articles)\n",
                std::chrono::duration<double>(clock_type::now() - w0).count(), last);
-    backlog_articles = uint64_t(std::max(0.0, last));
+    backlog_articles = uint64_t(last);
   }
   // Memory against subscriptions (Figure 7): feedplane's resident memory after each bulk
   // chunk, from the sources alone upwards.
@@ -641,32 +689,70 @@ int run(const options& o) {
       bodies[c] += fmt::format(", \"k\": {}, \"backfill\": false}}\n", o.k);
     }
   }
+  // Sent in ten steps; after each, feedplane matches probe articles of 61 (Cobra's median),
+  // 500 and 2,000 words against what it holds (POST /api/match-time): Figure 10, match time
+  // against subscriptions and words. Only the sending counts in the bulk rate.
+  const size_t steps = std::min<size_t>(10, chunks);
+  const std::vector<size_t> probe_words = {61, 500, 2000};
+  std::vector<std::string> probe_bodies;
+  for (size_t w : probe_words) {
+    std::string b = "{\"title\": ";
+    feedplane::base::append_json_string(gen.title(r), b);
+    b += ", \"text\": ";
+    feedplane::base::append_json_string(gen.text(r, w), b);
+    b += ", \"repeat\": 21}";
+    probe_bodies.push_back(std::move(b));
+  }
+  std::vector<std::vector<double>> match_rows;  // subscriptions, then per probe: slowest shard
+  double subscribe_s = 0;
   // Relaxed: each counter only hands out or counts chunks; a chunk's answer is read after
   // the senders are joined (join orders their writes before the reads).
   std::atomic<size_t> next_chunk{0}, chunks_done{0};
-  t0 = clock_type::now();
-  std::vector<std::thread> senders;
-  for (uint32_t t = 0; t < std::max<uint32_t>(1, o.bulk_connections); ++t) {
-    senders.emplace_back([&] {
-      http hc;
-      for (size_t c; (c = next_chunk.fetch_add(1, std::memory_order_relaxed)) < chunks;) {
-        statuses[c] = hc.request("POST", base + "/api/subscriptions:bulk", token, bodies[c],
-                                 "application/x-ndjson", answers[c]);
-        chunks_done.fetch_add(1, std::memory_order_relaxed);
+  for (size_t step = 0; step < steps; ++step) {
+    const size_t hi = chunks * (step + 1) / steps;
+    t0 = clock_type::now();
+    std::vector<std::thread> senders;
+    for (uint32_t t = 0; t < std::max<uint32_t>(1, o.bulk_connections); ++t) {
+      senders.emplace_back([&] {
+        http hc;
+        for (size_t c; (c = next_chunk.fetch_add(1, std::memory_order_relaxed)) < hi;) {
+          statuses[c] = hc.request("POST", base + "/api/subscriptions:bulk", token, bodies[c],
+                                   "application/x-ndjson", answers[c]);
+          chunks_done.fetch_add(1, std::memory_order_relaxed);
+        }
+      });
+    }
+    for (size_t seen = chunks_done.load(std::memory_order_relaxed); seen < hi;) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      const size_t d = chunks_done.load(std::memory_order_relaxed);
+      if (d == seen) continue;
+      seen = d;
+      const double made = double(std::min<uint64_t>(uint64_t(d) * chunk, o.subscriptions));
+      progress("subscribe", made, double(o.subscriptions), "");
+      memory_mib.emplace_back(made, feedplane::bench::rss_bytes(fp.pid) / 1048576.0);
+    }
+    for (auto& t : senders) t.join();
+    next_chunk.store(hi, std::memory_order_relaxed);  // the overshoot of the step's senders
+    subscribe_s += std::chrono::duration<double>(clock_type::now() - t0).count();
+    std::vector<double> row = {double(std::min<uint64_t>(uint64_t(hi) * chunk, o.subscriptions))};
+    for (const std::string& pb : probe_bodies) {
+      double slowest = -1;
+      simdjson::dom::parser pp;
+      simdjson::dom::element pe;
+      simdjson::dom::array shards_arr;
+      if (h.request("POST", base + "/api/match-time", token, pb, "application/json", body) ==
+              200 &&
+          pp.parse(body).get(pe) == simdjson::SUCCESS &&
+          pe["shards"].get_array().get(shards_arr) == simdjson::SUCCESS) {
+        for (auto sh : shards_arr) {
+          double m = 0;
+          if (sh["median_us"].get_double().get(m) == simdjson::SUCCESS) slowest = std::max(slowest, m);
+        }
       }
-    });
+      row.push_back(slowest);
+    }
+    match_rows.push_back(std::move(row));
   }
-  for (size_t seen = 0; seen < chunks;) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    const size_t d = chunks_done.load(std::memory_order_relaxed);
-    if (d == seen) continue;
-    seen = d;
-    const double made = double(std::min<uint64_t>(uint64_t(d) * chunk, o.subscriptions));
-    progress("subscribe", made, double(o.subscriptions), "");
-    memory_mib.emplace_back(made, feedplane::bench::rss_bytes(fp.pid) / 1048576.0);
-  }
-  for (auto& t : senders) t.join();
-  const double subscribe_s = std::chrono::duration<double>(clock_type::now() - t0).count();
   for (size_t c = 0; c < chunks; ++c) {
     if (statuses[c] != 200) {
       fmt::print(stderr, "\nload: bulk load: {} {}\n", statuses[c], answers[c].substr(0, 500));
@@ -849,27 +935,12 @@ int run(const options& o) {
 
   // Quiesce: no new article sequenced for `quiet` seconds, after at least one crawl ceiling.
   fmt::print(stderr, "\nload: publishing stopped; waiting for the pipeline to go quiet\n");
-  double last_seq = -1;
-  auto last_change = clock_type::now();
-  const auto quiesce_start = clock_type::now();
-  while (true) {
-    std::string m;
-    h.request("GET", base + "/metrics", "", "", "", m);
-    const double seq = metric(m, "feedplane_store_articles_sequenced_total");
-    if (seq != last_seq) {
-      last_seq = seq;
-      last_change = clock_type::now();
-    }
-    const double since = std::chrono::duration<double>(clock_type::now() - last_change).count();
-    // Every source fetched since publishing stopped (its last fetch saw the final document).
-    if (since >= o.quiet && !all_fetched_since(h, base, token, publish_end * 1000)) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(500));
-      if (std::chrono::duration<double>(clock_type::now() - quiesce_start).count() < 600) continue;
-    }
-    const double waited = std::chrono::duration<double>(clock_type::now() - quiesce_start).count();
-    if (since >= o.quiet && waited >= double(o.max_interval) * 2 + 1) break;
-    if (waited > 600) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  {
+    // After `quiet` seconds without a new article and two crawl ceilings (a source that
+    // failed once is fetched again), or 600 s: the check then reports what is missing.
+    double seq = 0;
+    wait_until_quiet(h, base, token, publish_end * 1000, o.quiet, double(o.max_interval) * 2 + 1,
+                     600, &seq);
   }
 
   // Every article feedplane sequenced: the sequence of each entry, served or not, and when
@@ -1163,6 +1234,27 @@ int run(const options& o) {
     rep << fmt::format("| {} | {:.0f} | <= {:.0f} | <= {:.0f} |\n", words, n,
                        bucket_quantile(b, 0.5) * 1e6, bucket_quantile(b, 0.99) * 1e6);
   }
+  {
+    std::vector<std::string> titles;
+    for (size_t w : probe_words) titles.push_back(fmt::format("{} words", w));
+    plot_lines(o.out, "match", "subscriptions (all shards)",
+               "median us to match one article, slowest shard", titles, match_rows);
+    rep << fmt::format(
+        "\nMatch time against subscriptions and article words, measured after each step of "
+        "the bulk load (POST /api/match-time: every shard matches a probe article 21 times "
+        "against what it holds; the median of the slowest of {} shards, us; match.png):\n\n"
+        "| subscriptions |",
+        shards_n);
+    for (const auto& t : titles) rep << " " << t << " |";
+    rep << "\n| --- |";
+    for (size_t i = 0; i < titles.size(); ++i) rep << " --- |";
+    rep << "\n";
+    for (const auto& row : match_rows) {
+      rep << fmt::format("| {:.0f} |", row[0]);
+      for (size_t i = 1; i < row.size(); ++i) rep << fmt::format(" {:.1f} |", row[i]);
+      rep << "\n";
+    }
+  }
   const double ingest_s = delta("feedplane_crawler_ingest_cpu_seconds_sum");
   rep << "\n## CPU per tier over the publishing time\n\n"
          "| process / thread | CPU seconds | cores |\n| --- | --- | --- |\n";
@@ -1221,6 +1313,12 @@ int main(int argc, char** argv) {
   app.add_option("--k", o.k, "matches kept per subscription");
   app.add_option("--min-interval", o.min_interval, "crawler floor for the run, seconds");
   app.add_option("--max-interval", o.max_interval, "crawler ceiling for the run, seconds");
+  app.add_option("--farm-addresses", o.farm_addresses,
+                 "loopback addresses (127.0.0.1 ... 127.0.0.N) the farm's plain hosts are "
+                 "spread over, so new connections to many hosts do not run out of ephemeral "
+                 "ports to one address")
+      ->check(CLI::Range(1, 250))
+      ->capture_default_str();
   app.add_option("--max-in-flight", o.max_in_flight,
                  "feedplane's fetches in flight per shard (0: its default; the farm is one "
                  "loop, and a million-feed backlog crawl with thousands queued at it times out)");

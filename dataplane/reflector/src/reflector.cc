@@ -404,6 +404,7 @@ class reflector final : public dataplane::component {
   void bulk(net::request_context& ctx, net::http_response& r);
   void poll(net::request_context& ctx, net::http_response& r, feed_format f);
   void preview(net::request_context& ctx, net::http_response& r);
+  void match_time(net::request_context& ctx, net::http_response& r);
   // A create's or a preview's body: JSON with a query the matcher accepts. False (and `r`
   // holds the 400) otherwise.
   bool read_query_spec(net::request_context& ctx, net::http_response& r, sub_spec& spec);
@@ -1940,6 +1941,119 @@ void reflector::preview(net::request_context& ctx, net::http_response& r) {
   });
 }
 
+// POST /api/match-time (admin): {"title": T, "text": X, "repeat": N}. Every shard
+// matches the text N times (1-1000, default 20) against the subscriptions it owns, lists
+// untouched, and answers its subscriptions and the median and fastest match: Cobra's
+// Figure 10 measured inside a running instance (the load harness asks after each step of
+// its bulk load). The matches go through the index's sampling of word frequencies as an
+// article's would (one in eight), so a probe is filed like the workload it is drawn from.
+void reflector::match_time(net::request_context& ctx, net::http_response& r) {
+  if (!dataplane::require_admin(ctx, *s_.cfg, r)) return;
+  if (!ready(r)) return;
+  std::string title, text;
+  uint64_t repeat = 20;
+  {
+    const std::string_view json = ctx.padded_body();
+    simdjson::ondemand::document doc;
+    simdjson::padded_string_view in(json.data(), json.size(),
+                                    json.size() + simdjson::SIMDJSON_PADDING);
+    simdjson::ondemand::object obj;
+    if (json_.iterate(in).get(doc) || doc.get_object().get(obj)) {
+      net::set_json_error(r, 400, "bad_json", "expected a JSON object");
+      return;
+    }
+    for (auto field : obj) {
+      std::string_view key, v;
+      if (field.unescaped_key().get(key)) {
+        net::set_json_error(r, 400, "bad_json", "unreadable key");
+        return;
+      }
+      auto value = field.value();
+      if (key == "title" || key == "text") {
+        if (value.get_string().get(v)) {
+          net::set_json_error(r, 400, "bad_value", fmt::format("\"{}\" must be a string", key));
+          return;
+        }
+        (key == "title" ? title : text) = std::string(v);
+      } else if (key == "repeat") {
+        if (value.get_uint64().get(repeat) || repeat < 1 || repeat > 1000) {
+          net::set_json_error(r, 400, "bad_value", "\"repeat\" must be an integer from 1 to 1000");
+          return;
+        }
+      } else {
+        std::string msg = "unknown field ";
+        base::append_json_string(key, msg);
+        net::set_json_error(r, 400, "unknown_field", msg + " (fields: title, text, repeat)");
+        return;
+      }
+    }
+    if (const char* rest = nullptr; !doc.current_location().get(rest)) {
+      net::set_json_error(r, 400, "bad_json", "trailing content after the object");
+      return;
+    }
+  }
+  const uint32_t n = s_.rt->count();
+  for (uint32_t j = 0; j < n; ++j) {
+    if (!s_.rt->can_send(j)) {
+      net::set_unavailable(r, fmt::format("shard {} is busy; retry", j));
+      return;
+    }
+  }
+  // Read-only once made: every shard matches the same tokens (the ring's hand-off orders
+  // its construction before their reads).
+  auto art = std::make_shared<matcher::article>();
+  art->assign_text(title, text);
+  struct gather {
+    uint32_t waiting = 0;
+    std::vector<std::string> shards;
+    call_ptr answer;
+  };
+  auto g = std::make_shared<gather>();
+  g->waiting = n;
+  g->shards.resize(n);
+  g->answer = std::make_shared<call>();
+  g->answer->origin = s_.rt->index();
+  g->answer->later = r.later;
+  g->answer->route = route_;
+  r.defer = true;
+  s_.requests_deferred->add();
+  for (uint32_t j = 0; j < n; ++j) {
+    auto part = std::make_shared<call>();
+    part->origin = s_.rt->index();
+    part->on_answer = [g, j, art, repeat](reflector& me, call& got) {
+      g->shards[j] = std::move(got.body);
+      if (--g->waiting != 0) return;
+      std::string body = fmt::format("{{\"words\": {}, \"repeat\": {}, \"shards\": [", art->size(), repeat);
+      for (uint32_t i = 0; i < g->shards.size(); ++i) body += (i == 0 ? "\n  " : ",\n  ") + g->shards[i];
+      body += "\n]}\n";
+      g->answer->status = 200;
+      g->answer->body = std::move(body);
+      me.finish(*g->answer);
+    };
+    start_call(
+        j, part,
+        [art, repeat](reflector& o, const call_ptr& cp) {
+          std::vector<double> us;
+          us.reserve(repeat);
+          for (uint64_t i = 0; i < repeat; ++i) {
+            const auto t0 = std::chrono::steady_clock::now();
+            o.index_.match(art->view(), o.result_);
+            us.push_back(std::chrono::duration<double, std::micro>(
+                             std::chrono::steady_clock::now() - t0)
+                             .count());
+          }
+          const size_t matched = o.result_.ids().size();
+          std::sort(us.begin(), us.end());
+          cp->status = 200;
+          cp->body = fmt::format(
+              "{{\"shard\": {}, \"subscriptions\": {}, \"matched\": {}, \"median_us\": "
+              "{:.1f}, \"min_us\": {:.1f}}}",
+              o.s_.rt->index(), o.index_.size(), matched, us[us.size() / 2], us.front());
+        },
+        true);
+  }
+}
+
 // ---- feeds ----
 
 rendered_ptr reflector::render(subscription& s, feed_format f) {
@@ -2691,6 +2805,7 @@ void add_routes(net::router& routes, const dataplane::config&) {
   api("POST", "/api/account:rotate", &reflector::rotate_secret);
   api("POST", "/api/subscriptions", &reflector::create_subscription);
   api("POST", "/api/preview", &reflector::preview);
+  api("POST", "/api/match-time", &reflector::match_time);
   api("GET", "/api/subscriptions", &reflector::list_subscriptions);
   api("POST", "/api/subscriptions:bulk", &reflector::bulk);
   api("GET", "/api/subscriptions/{id}", &reflector::get_subscription);

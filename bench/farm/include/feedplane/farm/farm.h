@@ -82,6 +82,11 @@ struct options {
   // hosts stay on the raw plain port.
   double https_share = 0;
   uint16_t https_port = 443;
+  // Plain hosts are spread over 127.0.0.1 ... 127.0.0.<addresses> (all loopback), the farm
+  // listening on each at `port`: a crawler's new connections to a million hosts otherwise
+  // all go to one address and port, whose 28k ephemeral source ports (60 s in TIME_WAIT)
+  // cap it near 470 connections a second and make every connect() scan for a free port.
+  uint32_t addresses = 1;
 
   // A feed on a host that already has one (the host's second, third... feed).
   double extra_feed_share = 0.05;
@@ -272,9 +277,11 @@ class truth_log {
 
 // The OPML 2.0 subscription list of every feed (pugixml). False with *error on failure.
 bool write_opml(const farm& fm, const std::string& path, std::string* error);
-// One "HOST:PORT:127.0.0.1" line per host (feedplane's and curl's --resolve format), PORT
-// the one its feed URLs name: the raw port for reset and endless hosts, https_port for
-// HTTPS hosts.
+// One "HOST:PORT:ADDR" line per host (feedplane's and curl's --resolve format), PORT the
+// one its feed URLs name: the raw port for reset and endless hosts, https_port for HTTPS
+// hosts. ADDR is 127.0.0.1 but for plain hosts with options.addresses > 1 (address_of()).
 bool write_pins(const farm& fm, const std::string& path, std::string* error);
+// The loopback address a plain host (by index) is pinned to: 127.0.0.1 + index % addresses.
+std::string address_of(const farm& fm, size_t host_index);
 
 }  // namespace feedplane::farm
