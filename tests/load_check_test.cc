@@ -79,8 +79,9 @@ TEST(LoadReference, CoverHoldsEveryMatch) {
       case 1:
         return words[next(words.size())];
       case 2:
-        return next(4) == 0 ? "absentword" : "\"" + words[next(words.size())] + " " +
-                                                 words[next(words.size())] + "\"";
+        return next(4) == 0
+                   ? "absentword"
+                   : "\"" + words[next(words.size())] + " " + words[next(words.size())] + "\"";
       case 3:
         return gen(depth + 1) + " " + gen(depth + 1);
       case 4:
@@ -141,7 +142,8 @@ sub_spec sub(std::string query, uint32_t k, std::vector<served> items) {
 
 // The check as the driver runs it: served ids resolved in the truth index (unknown ones
 // kept by name) and sequences given per truth entry.
-delivery_result check_delivery(const std::vector<truth_entry>& t, const std::vector<sub_spec>& specs,
+delivery_result check_delivery(const std::vector<truth_entry>& t,
+                               const std::vector<sub_spec>& specs,
                                const std::vector<served>& known) {
   const truth_index idx(t);
   std::vector<uint64_t> seq(idx.size(), 0);

@@ -14,6 +14,7 @@
 #include "feedplane/matcher/query.h"
 #include "feedplane/reflector/last_k.h"
 #include "feedplane/reflector/render.h"
+#include "feedplane/reflector/render_cache.h"
 #include "feedplane/reflector/token.h"
 
 namespace rf = feedplane::reflector;
@@ -284,6 +285,43 @@ TEST(reflector_render, documents_are_well_formed_whatever_the_text) {
   EXPECT_EQ(std::string_view(first["_feedplane"]["matched"].at(0)), "rust");
   EXPECT_EQ(std::string_view(first["date_published"]), "2023-11-14T22:13:20Z");
   EXPECT_EQ(std::string_view(arr.at(1)["id"]), "1234") << "the original guid, as given";
+}
+
+// The render cache: current only at the subscription's version; within its budget; a
+// polled (used) feed outlives one that was not; the feed just put is never evicted.
+TEST(reflector_render_cache, versions_budget_and_clock) {
+  using feedplane::reflector::render_cache;
+  render_cache<std::string> c(1000);
+  auto feed = [](char ch) { return std::make_shared<const std::string>(100, ch); };
+  c.put(1, 7, feed('a'), 300);
+  ASSERT_NE(c.get(1, 7), nullptr);
+  EXPECT_EQ(*c.get(1, 7), std::string(100, 'a'));
+  EXPECT_EQ(c.get(1, 8), nullptr) << "a changed subscription renders again";
+  EXPECT_EQ(c.get(2, 7), nullptr);
+  c.put(1, 8, feed('b'), 300);  // replaced in place: counted once
+  EXPECT_EQ(c.bytes(), 300u);
+  EXPECT_EQ(c.get(1, 7), nullptr);
+  c.put(2, 1, feed('c'), 300);
+  c.put(3, 1, feed('d'), 300);
+  EXPECT_EQ(c.bytes(), 900u);
+  EXPECT_EQ(c.evictions(), 0u);
+  ASSERT_NE(c.get(1, 8), nullptr);  // polled: used
+  c.put(4, 1, feed('e'), 300);      // over budget: one goes, not 1 (used) nor 4 (just put)
+  EXPECT_LE(c.bytes(), 1000u);
+  EXPECT_EQ(c.evictions(), 1u);
+  EXPECT_NE(c.get(1, 8), nullptr);
+  EXPECT_NE(c.get(4, 1), nullptr);
+  EXPECT_EQ(int(c.get(2, 1) != nullptr) + int(c.get(3, 1) != nullptr), 1);
+  // One pass over many feeds stays within the budget.
+  for (uint64_t k = 10; k < 10'000; ++k) {
+    c.put(k, 1, feed('f'), 250);
+    ASSERT_LE(c.bytes(), 1000u);
+  }
+  EXPECT_LE(c.size(), 4u);
+  // A feed bigger than the budget is still kept, alone, until the next put.
+  c.put(99'999, 1, feed('g'), 5000);
+  EXPECT_NE(c.get(99'999, 1), nullptr);
+  EXPECT_EQ(c.size(), 1u);
 }
 
 }  // namespace

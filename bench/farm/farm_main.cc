@@ -100,7 +100,7 @@ struct farm_server {
   farm::truth_log* truth = nullptr;
   net::loop* loop = nullptr;
   net::http_server* srv = nullptr;
-  net::http_server* tls_srv = nullptr;  // the HTTPS listener's server (null without one)
+  net::http_server* tls_srv = nullptr;       // the HTTPS listener's server (null without one)
   std::vector<net::http_server*> more_srvs;  // plain, on 127.0.0.2 ... (--addresses)
   // A plain-server statistic summed over every plain listener.
   template <typename F>
@@ -435,15 +435,18 @@ void add_routes(net::router& routes) {
         "\"certs_issued\":{},\"bytes_out\":{},\"bytes_in\":{}}}\n",
         s.fm->size(), s.fm->hosts().size(), s.fm->initial_entries(), s.fm->published(),
         s.fm->started(), s.fm->started() ? s.fm->speed() : s.speed, now, s.fm->sim_time(now),
-        s.requests,
-        s.plain([](const auto& st) { return uint64_t(st.not_modified); }) + (s.tls_srv != nullptr ? s.tls_srv->stats().not_modified : 0),
+        s.requests, s.plain([](const auto& st) {
+          return uint64_t(st.not_modified);
+        }) + (s.tls_srv != nullptr ? s.tls_srv->stats().not_modified : 0),
         s.not_found, s.misbehaved, s.raw_connections,
         s.tls_srv != nullptr ? s.tls_srv->stats().tls_handshakes : 0,
         s.tls_srv != nullptr ? s.tls_srv->stats().tls_resumed : 0,
         s.tls_srv != nullptr ? s.tls_srv->stats().tls_failed : 0,
-        s.ca != nullptr ? s.ca->issued() : 0,
-        s.plain([](const auto& st) { return uint64_t(st.bytes_out); }) + (s.tls_srv != nullptr ? s.tls_srv->stats().bytes_out : 0),
-        s.plain([](const auto& st) { return uint64_t(st.bytes_in); }) + (s.tls_srv != nullptr ? s.tls_srv->stats().bytes_in : 0)));
+        s.ca != nullptr ? s.ca->issued() : 0, s.plain([](const auto& st) {
+          return uint64_t(st.bytes_out);
+        }) + (s.tls_srv != nullptr ? s.tls_srv->stats().bytes_out : 0),
+        s.plain([](const auto& st) { return uint64_t(st.bytes_in); }) +
+            (s.tls_srv != nullptr ? s.tls_srv->stats().bytes_in : 0)));
   });
 }
 

@@ -180,6 +180,9 @@ const std::vector<option>& options() {
                   "recent articles (0 = none)"),
       uint_option("reflector.article_cache_mb", &config::reflector, &R::article_cache_mb, 1,
                   1u << 20, "per shard: MiB of article text kept to render feeds"),
+      uint_option("reflector.render_cache_mb", &config::reflector, &R::render_cache_mb, 1, 1u << 20,
+                  "per shard: MiB of rendered feeds kept between polls (beyond it the least "
+                  "recently polled are rendered again at their next poll)"),
       uint_option("reflector.max_subscriptions", &config::reflector, &R::max_subscriptions, 1, u32,
                   "subscriptions per account (the admin bulk route has no limit)"),
       uint_option("reflector.snapshot_interval_s", &config::reflector, &R::snapshot_interval_s, 0,

@@ -201,8 +201,8 @@ delivery_result check_delivery(const truth_index& truth,
         ++r.false_items;
         ++r.unexplained;
         if (r.examples.size() < 5)
-          r.examples.push_back(fmt::format("subscription {} ({:?}): served {} which is no true match",
-                                           s.id, s.query, id));
+          r.examples.push_back(fmt::format(
+              "subscription {} ({:?}): served {} which is no true match", s.id, s.query, id));
       };
       const auto duplicate = [&](std::string_view id) {
         ++r.duplicates;

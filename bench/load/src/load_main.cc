@@ -55,8 +55,9 @@ struct options {
   uint32_t min_interval = 2;  // crawler floor and ceiling for the run, seconds
   uint32_t max_interval = 10;
   uint32_t max_in_flight = 0;
-  uint32_t farm_addresses = 32;  // loopback addresses the farm's plain hosts are spread over  // feedplane's fetches in flight per shard (0: its default)
-  double quiet = 6;  // seconds without a new sequenced article = quiesced
+  uint32_t farm_addresses = 32;  // loopback addresses the farm's plain hosts are spread over  //
+                                 // feedplane's fetches in flight per shard (0: its default)
+  double quiet = 6;              // seconds without a new sequenced article = quiesced
   uint64_t seed = 1;
   double https_share = 0;  // the farm's share of HTTPS hosts (its CA goes into ca_file)
   std::string farm_bin, feedplane_bin;
@@ -339,8 +340,8 @@ void plot_lines(const std::string& dir, const std::string& name, const std::stri
       << "'\nset grid\nset key top left\n";
     g << "plot ";
     for (size_t i = 0; i < titles.size(); ++i) {
-      g << (i == 0 ? "" : ", ") << "'" << dat << "' using 1:" << i + 2 << " with linespoints lw 2 title '"
-        << titles[i] << "'";
+      g << (i == 0 ? "" : ", ") << "'" << dat << "' using 1:" << i + 2
+        << " with linespoints lw 2 title '" << titles[i] << "'";
     }
     g << "\n";
   }
@@ -465,9 +466,8 @@ bool all_fetched_since(http& h, const std::string& base, const std::string& toke
 // Waits until the pipeline is quiet: no article sequenced for still_s seconds, at least
 // min_s since the call, and every source fetched at or after since_ms (unix ms). Gives up
 // after limit_s. Returns whether it got quiet; *sequenced is the last count it saw.
-bool wait_until_quiet(http& h, const std::string& base, const std::string& token,
-                      double since_ms, double still_s, double min_s, double limit_s,
-                      double* sequenced) {
+bool wait_until_quiet(http& h, const std::string& base, const std::string& token, double since_ms,
+                      double still_s, double min_s, double limit_s, double* sequenced) {
   const auto start = clock_type::now();
   auto still_since = start;
   double last = -1;
@@ -537,26 +537,13 @@ int run(const options& o) {
     farm.stop();
   };
   fmt::print(stderr, "load: starting the farm ({} feeds)\n", o.feeds);
-  std::vector<std::string> farm_args = {farm_bin,
-                                        "--feeds",
-                                        std::to_string(o.feeds),
-                                        "--listen",
-                                        "127.0.0.1:0",
-                                        "--start-paused",
-                                        "--speed",
-                                        fmt::format("{}", o.speed),
-                                        "--seed",
-                                        std::to_string(o.seed),
-                                        "--truth",
-                                        o.out + "/truth.jsonl",
-                                        // The backlog is never expected: its ids only.
-                                        "--truth-brief-initial",
-                                        "--opml",
-                                        o.out + "/feeds.opml",
-                                        "--pins",
-                                        o.out + "/pins.txt",
-                                        "--addresses",
-                                        std::to_string(o.farm_addresses)};
+  std::vector<std::string> farm_args = {
+      farm_bin, "--feeds", std::to_string(o.feeds), "--listen", "127.0.0.1:0", "--start-paused",
+      "--speed", fmt::format("{}", o.speed), "--seed", std::to_string(o.seed), "--truth",
+      o.out + "/truth.jsonl",
+      // The backlog is never expected: its ids only.
+      "--truth-brief-initial", "--opml", o.out + "/feeds.opml", "--pins", o.out + "/pins.txt",
+      "--addresses", std::to_string(o.farm_addresses)};
   const std::string ca_path = o.out + "/farm-ca.pem";
   if (o.https_share > 0) {
     for (const std::string& a : {std::string("--https-share"), fmt::format("{}", o.https_share),
@@ -703,6 +690,48 @@ int run(const options& o) {
     b += ", \"repeat\": 21}";
     probe_bodies.push_back(std::move(b));
   }
+  // A chunk's answer: its subscriptions' ids and feeds, in order; then its request, answer
+  // and queries are freed (a 10M-subscription run holds ~4 GB of them otherwise).
+  const auto take_answer = [&](size_t c) -> bool {
+    if (statuses[c] != 200) {
+      fmt::print(stderr, "\nload: bulk load: {} {}\n", statuses[c], answers[c].substr(0, 500));
+      return false;
+    }
+    simdjson::dom::parser p;
+    std::istringstream in(answers[c]);
+    std::string line;
+    uint64_t i = 0;
+    const size_t n = chunk_queries[c].size();
+    while (std::getline(in, line)) {
+      if (line.empty()) continue;
+      simdjson::dom::element e;
+      if (p.parse(line).get(e) != simdjson::SUCCESS || i >= n) {
+        fmt::print(stderr, "\nload: bulk answer line unreadable: {}\n", line);
+        return false;
+      }
+      std::string_view id, feed;
+      if (e["id"].get_string().get(id) != simdjson::SUCCESS ||
+          e["feed"].get_string().get(feed) != simdjson::SUCCESS) {
+        fmt::print(stderr, "\nload: subscription refused: {}\n", line);
+        return false;
+      }
+      checked_subscription cs;
+      cs.id = id;
+      cs.query = std::move(chunk_queries[c][i]);
+      cs.k = o.k;
+      subs.push_back(std::move(cs));
+      feed_paths.emplace_back(feed);
+      ++i;
+    }
+    if (i != n) {
+      fmt::print(stderr, "\nload: bulk answer has {} lines for {} subscriptions\n", i, n);
+      return false;
+    }
+    std::string().swap(bodies[c]);
+    std::string().swap(answers[c]);
+    std::vector<std::string>().swap(chunk_queries[c]);
+    return true;
+  };
   std::vector<std::vector<double>> match_rows;  // subscriptions, then per probe: slowest shard
   double subscribe_s = 0;
   // Relaxed: each counter only hands out or counts chunks; a chunk's answer is read after
@@ -734,67 +763,31 @@ int run(const options& o) {
     for (auto& t : senders) t.join();
     next_chunk.store(hi, std::memory_order_relaxed);  // the overshoot of the step's senders
     subscribe_s += std::chrono::duration<double>(clock_type::now() - t0).count();
+    for (size_t c = chunks * step / steps; c < hi; ++c) {
+      if (!take_answer(c)) {
+        cleanup();
+        return 2;
+      }
+    }
     std::vector<double> row = {double(std::min<uint64_t>(uint64_t(hi) * chunk, o.subscriptions))};
     for (const std::string& pb : probe_bodies) {
       double slowest = -1;
       simdjson::dom::parser pp;
       simdjson::dom::element pe;
       simdjson::dom::array shards_arr;
-      if (h.request("POST", base + "/api/match-time", token, pb, "application/json", body) ==
-              200 &&
+      if (h.request("POST", base + "/api/match-time", token, pb, "application/json", body) == 200 &&
           pp.parse(body).get(pe) == simdjson::SUCCESS &&
           pe["shards"].get_array().get(shards_arr) == simdjson::SUCCESS) {
         for (auto sh : shards_arr) {
           double m = 0;
-          if (sh["median_us"].get_double().get(m) == simdjson::SUCCESS) slowest = std::max(slowest, m);
+          if (sh["median_us"].get_double().get(m) == simdjson::SUCCESS)
+            slowest = std::max(slowest, m);
         }
       }
       row.push_back(slowest);
     }
     match_rows.push_back(std::move(row));
   }
-  for (size_t c = 0; c < chunks; ++c) {
-    if (statuses[c] != 200) {
-      fmt::print(stderr, "\nload: bulk load: {} {}\n", statuses[c], answers[c].substr(0, 500));
-      cleanup();
-      return 2;
-    }
-    simdjson::dom::parser p;
-    std::istringstream in(answers[c]);
-    std::string line;
-    uint64_t i = 0;
-    const size_t n = chunk_queries[c].size();
-    while (std::getline(in, line)) {
-      if (line.empty()) continue;
-      simdjson::dom::element e;
-      if (p.parse(line).get(e) != simdjson::SUCCESS || i >= n) {
-        fmt::print(stderr, "\nload: bulk answer line unreadable: {}\n", line);
-        cleanup();
-        return 2;
-      }
-      std::string_view id, feed;
-      if (e["id"].get_string().get(id) != simdjson::SUCCESS ||
-          e["feed"].get_string().get(feed) != simdjson::SUCCESS) {
-        fmt::print(stderr, "\nload: subscription refused: {}\n", line);
-        cleanup();
-        return 2;
-      }
-      checked_subscription cs;
-      cs.id = id;
-      cs.query = chunk_queries[c][i];
-      cs.k = o.k;
-      subs.push_back(std::move(cs));
-      feed_paths.emplace_back(feed);
-      ++i;
-    }
-    if (i != n) {
-      fmt::print(stderr, "\nload: bulk answer has {} lines for {} subscriptions\n", i, n);
-      cleanup();
-      return 2;
-    }
-  }
-  bodies.clear();
-  answers.clear();
 
   fmt::print(stderr, "\nload: {} subscriptions in {:.2f} s ({:.0f}/s)\n", subs.size(), subscribe_s,
              double(subs.size()) / subscribe_s);
@@ -987,7 +980,7 @@ int run(const options& o) {
   // after every publishing tick.
   std::vector<feedplane::load::truth_entry> truth_entries;
   if (!feedplane::load::read_truth(o.out + "/truth.jsonl", truth_entries, &err,
-                                  /*keep_initial=*/false)) {
+                                   /*keep_initial=*/false)) {
     fmt::print(stderr, "\nload: {}\n", err);
     cleanup();
     return 2;
@@ -1226,9 +1219,9 @@ int run(const options& o) {
       histogram_quantile(end_metrics, "feedplane_reflector_match_seconds", 0.99) * 1e6);
   rep << "\n| article words | matches on a shard | p50 us | p99 us |\n| --- | --- | --- | --- |\n";
   for (const char* words : {"<=64", "<=256", "<=1024", ">1024"}) {
-    const auto b = histogram_delta(start_metrics, final_metrics,
-                                   "feedplane_reflector_match_by_words_seconds",
-                                   fmt::format("words=\"{}\",", words));
+    const auto b =
+        histogram_delta(start_metrics, final_metrics, "feedplane_reflector_match_by_words_seconds",
+                        fmt::format("words=\"{}\",", words));
     const double n = b.empty() ? 0 : b.back().second;
     if (n <= 0) continue;
     rep << fmt::format("| {} | {:.0f} | <= {:.0f} | <= {:.0f} |\n", words, n,

@@ -17,12 +17,12 @@
 #include <array>
 #include <cerrno>
 #include <chrono>
-#include <iterator>
 #include <condition_variable>
 #include <cstring>
 #include <ctime>
 #include <deque>
 #include <functional>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -44,6 +44,7 @@
 #include "feedplane/net/http_server.h"
 #include "feedplane/reflector/last_k.h"
 #include "feedplane/reflector/render.h"
+#include "feedplane/reflector/render_cache.h"
 #include "feedplane/reflector/sanitize.h"
 #include "feedplane/reflector/snapshot.h"
 #include "feedplane/reflector/token.h"
@@ -124,9 +125,9 @@ struct subscription {
   // promises, so no snapshot holds it (a restart re-matches it from that sequence).
   uint8_t backfilling = 0;
   last_k list;
-  // The feeds rendered since the last change, by format; allocated at the first poll (most
-  // subscriptions are polled in one format, many not yet).
-  std::unique_ptr<std::array<rendered_ptr, feed_formats>> feeds;
+  // Bumped (from the shard's counter, so never reused by a later subscription in the same
+  // slot) by every change of what its feeds show: the render cache's check.
+  uint64_t version = 0;
 
   std::string token() const {
     feed_token t;
@@ -135,8 +136,8 @@ struct subscription {
     t.random_bits = token_bits;
     return encode_token(t);
   }
-  void invalidate(int64_t now) {
-    feeds.reset();
+  void invalidate(int64_t now, uint64_t v) {
+    version = v;
     changed = now;
   }
 };
@@ -462,6 +463,15 @@ class reflector final : public dataplane::component {
   void change_here(const call_ptr& c, const std::string& account, const std::string& sid, int v,
                    const sub_spec& spec);
   rendered_ptr render(subscription& s, feed_format f);
+  // Each feed rendered once per change, within render_cache_mb (render_cache.h); keyed by
+  // (subscription index << 2) | format.
+  static size_t bytes_of(const rendered& r) {
+    return sizeof(rendered) + r.body.capacity() + r.gzip.capacity() + r.etag.capacity() +
+           64;  // the shared_ptr's control block and the map slot
+  }
+  uint64_t next_version() { return ++versions_; }
+  render_cache<rendered> renders_{0};
+  uint64_t versions_ = 0;
   // ---- recent articles (backfill, preview) ----
   void index_recent(const rt::article& a);
   // Answers cp->seqs (and, with items, cp->lines: one JSON item per match) for queries on
@@ -626,6 +636,8 @@ class reflector final : public dataplane::component {
     rt::counter* searched = nullptr;
     rt::histogram* list_size = nullptr;
     rt::histogram* match_us = nullptr;
+    rt::gauge* render_bytes = nullptr;
+    rt::counter* render_evicted = nullptr;
     rt::histogram* match_by_words_us[4] = {};  // <= 64, <= 256, <= 1024, more words
     rt::histogram* delivered_us = nullptr;
     rt::counter* articles = nullptr;
@@ -641,6 +653,7 @@ reflector::reflector(shard_services& s)
       cache_budget_bytes_(size_t{s.cfg->reflector.article_cache_mb} << 20),
       gz_(libdeflate_alloc_compressor(6)) {
   retry_.set(&reflector::on_retry, this);
+  renders_ = render_cache<rendered>(size_t{s.cfg->reflector.render_cache_mb} << 20);
   snap_timer_.set(&reflector::on_snapshot_timer, this);
   rt::metrics_registry& reg = s.rt->metrics();
   for (size_t f = 0; f < feed_formats; ++f) {
@@ -687,6 +700,12 @@ reflector::reflector(shard_services& s)
                                    "Matches a new subscription took from recent articles");
   m_.searched = &reg.add_counter("feedplane_reflector_search_reads_total",
                                  "Recent articles read back to verify a backfill or preview");
+  m_.render_bytes =
+      &reg.add_gauge("feedplane_reflector_render_cache_bytes",
+                     "Bytes of rendered feeds kept between polls (summed over shards)");
+  m_.render_evicted =
+      &reg.add_counter("feedplane_reflector_render_evictions_total",
+                       "Rendered feeds dropped to stay within reflector.render_cache_mb");
   m_.match_us = &reg.add_histogram("feedplane_reflector_match_seconds",
                                    "Matching one article against a shard's subscriptions, "
                                    "list appends included",
@@ -1200,6 +1219,7 @@ subscription* reflector::install(std::unique_ptr<subscription> s, uint32_t slot,
   ps.set(slot, idx + 1);
   by_id_.emplace(s->id, idx);
   by_account_[s->account].push_back(idx);
+  s->version = next_version();
   subs_[idx] = std::move(s);
   subscription* in = subs_[idx].get();
   dirty_[in->partition] = 1;
@@ -1582,7 +1602,7 @@ void reflector::on_article(rt::shard&, const rt::article_ref& a) {
     const size_t before = s->list.size();
     if (!s->list.insert(seq, replaces, s->k)) continue;
     list_entries_ += s->list.size() - before;
-    s->invalidate(now);
+    s->invalidate(now, next_version());
     m_.matches->add();
     m_.list_size->observe(s->list.size());
     any = true;
@@ -1854,7 +1874,7 @@ void reflector::backfill(const std::vector<std::pair<std::string, uint64_t>>& su
           }
         }
         self.list_entries_ += sub->list.size() - before;
-        sub->invalidate(now);
+        sub->invalidate(now, self.next_version());
       }
       self.update_gauges();
       g->done(self);
@@ -2023,8 +2043,10 @@ void reflector::match_time(net::request_context& ctx, net::http_response& r) {
     part->on_answer = [g, j, art, repeat](reflector& me, call& got) {
       g->shards[j] = std::move(got.body);
       if (--g->waiting != 0) return;
-      std::string body = fmt::format("{{\"words\": {}, \"repeat\": {}, \"shards\": [", art->size(), repeat);
-      for (uint32_t i = 0; i < g->shards.size(); ++i) body += (i == 0 ? "\n  " : ",\n  ") + g->shards[i];
+      std::string body =
+          fmt::format("{{\"words\": {}, \"repeat\": {}, \"shards\": [", art->size(), repeat);
+      for (uint32_t i = 0; i < g->shards.size(); ++i)
+        body += (i == 0 ? "\n  " : ",\n  ") + g->shards[i];
       body += "\n]}\n";
       g->answer->status = 200;
       g->answer->body = std::move(body);
@@ -2038,9 +2060,9 @@ void reflector::match_time(net::request_context& ctx, net::http_response& r) {
           for (uint64_t i = 0; i < repeat; ++i) {
             const auto t0 = std::chrono::steady_clock::now();
             o.index_.match(art->view(), o.result_);
-            us.push_back(std::chrono::duration<double, std::micro>(
-                             std::chrono::steady_clock::now() - t0)
-                             .count());
+            us.push_back(
+                std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
+                    .count());
           }
           const size_t matched = o.result_.ids().size();
           std::sort(us.begin(), us.end());
@@ -2121,10 +2143,14 @@ rendered_ptr reflector::feed_of(const feed_token& t, feed_format f) {
   const std::string_view want(reinterpret_cast<const char*>(s.token_bits.data()), 16);
   const std::string_view got(reinterpret_cast<const char*>(t.random_bits.data()), 16);
   if (!dataplane::constant_time_equal(want, got) || !s.live) return nullptr;
-  if (!s.feeds) s.feeds = std::make_unique<std::array<rendered_ptr, feed_formats>>();
-  rendered_ptr& slot = (*s.feeds)[size_t(f)];
-  if (!slot) slot = render(s, f);  // once per change and format
-  return slot;
+  static_assert(feed_formats <= 4);
+  const uint64_t key = (uint64_t(v - 1) << 2) | uint64_t(f);
+  if (rendered_ptr hit = renders_.get(key, s.version)) return hit;
+  rendered_ptr out = render(s, f);  // once per change and format
+  renders_.put(key, s.version, out, bytes_of(*out));
+  m_.render_bytes->set(int64_t(renders_.bytes()));
+  m_.render_evicted->mirror(renders_.evictions());
+  return out;
 }
 
 void reflector::fill_poll(net::http_response& r, const rendered_ptr& p, feed_format f,
@@ -2504,7 +2530,7 @@ void reflector::change_here(const call_ptr& c, const std::string& account, const
       cur->list.trim(k);
       self.dirty_[cur->partition] = 1;
       self.list_entries_ -= before - cur->list.size();
-      cur->invalidate(wall_now());
+      cur->invalidate(wall_now(), self.next_version());
       self.update_gauges();
       c->status = 200;
       if (!new_query || from >= upto) {

@@ -68,6 +68,7 @@ struct reflector_config {
   uint32_t k = 10;
   uint32_t backfill_window_s = 86'400;  // a new subscription is matched against this past
   uint32_t article_cache_mb = 64;       // per shard: what feeds render, by sequence
+  uint32_t render_cache_mb = 128;       // per shard: feeds rendered since their last change
   uint32_t max_subscriptions = 100;     // per account (the admin bulk route has no limit)
   uint32_t snapshot_interval_s = 30;    // lists snapshotted at most this far apart (0: never)
 };

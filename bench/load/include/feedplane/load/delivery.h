@@ -61,7 +61,7 @@ struct checked_subscription {
   std::string id;
   std::string query;
   uint32_t k = 10;
-  std::vector<served_item> served;  // as served, newest first; ids in the truth log
+  std::vector<served_item> served;   // as served, newest first; ids in the truth log
   std::vector<std::string> unknown;  // served ids that are in no truth entry (false items)
 };
 

@@ -17,7 +17,11 @@
 //   POST   /api/subscriptions/{id}:rotate  Bearer SECRET; a new feed token (old one 404)
 //   POST   /api/subscriptions:bulk       admin token; JSON Lines in and out
 //   POST   /api/preview                  Bearer SECRET; {"query", "k"?} -> recent matches
+//   POST   /api/match-time               admin token; {"title"?, "text"?, "repeat"?} -> each
+//                                        shard's subscriptions and median match time
 //   GET    /f/{token}  /f/{token}.atom  /f/{token}.json   RSS 2.0, Atom 1.0, JSON Feed 1.1
+//                                        rendered once per change, kept between polls
+//                                        within reflector.render_cache_mb (render_cache.h)
 //
 // Every change is acknowledged once durable (the store's ack) and installed on the owner.
 // Lists are derived state: at start-up `feedplane serve` replays the article log and the
