@@ -2,7 +2,7 @@
 // POSTs over 512-byte provided buffers, on one connection and on several at once, parsed
 // in place with simdjson, while this binary counts every operator new in the process (the
 // client side allocates nothing inside the counted window). Its own binary because it
-// replaces the global operator new.
+// links the counting operator new (tests/support/counting_new.cc).
 #include <simdjson.h>
 
 #include <atomic>
@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "counting_new.h"
 #include "feedplane/net/http_server.h"
 #include "gtest/gtest.h"
 #include "http_test_client.h"
@@ -23,49 +24,10 @@
 #include "http_test_sum_route.h"
 
 namespace {
-std::atomic<bool> counting{false};
-std::atomic<uint64_t> allocations{0};
-
-// Every form of operator new is replaced (and every delete with it), so that none comes
-// from the runtime's allocator and is freed here (sanitizers check that pairing).
-void* counted_alloc(size_t n, size_t align = 0) noexcept {
-  if (counting.load(std::memory_order_relaxed)) {
-    allocations.fetch_add(1, std::memory_order_relaxed);
-  }
-  if (n == 0) n = 1;
-  if (align <= alignof(std::max_align_t)) return std::malloc(n);
-  return std::aligned_alloc(align, (n + align - 1) / align * align);
-}
-void* counted_or_throw(size_t n, size_t align = 0) {
-  if (void* p = counted_alloc(n, align)) return p;
-  throw std::bad_alloc();
-}
+// The process-wide operator new counter (tests/support/counting_new.cc).
+auto& counting = feedplane::test::new_counting;
+auto& allocations = feedplane::test::new_calls;
 }  // namespace
-
-void* operator new(size_t n) { return counted_or_throw(n); }
-void* operator new[](size_t n) { return counted_or_throw(n); }
-void* operator new(size_t n, const std::nothrow_t&) noexcept { return counted_alloc(n); }
-void* operator new[](size_t n, const std::nothrow_t&) noexcept { return counted_alloc(n); }
-void* operator new(size_t n, std::align_val_t a) { return counted_or_throw(n, size_t(a)); }
-void* operator new[](size_t n, std::align_val_t a) { return counted_or_throw(n, size_t(a)); }
-void* operator new(size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
-  return counted_alloc(n, size_t(a));
-}
-void* operator new[](size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
-  return counted_alloc(n, size_t(a));
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, size_t) noexcept { std::free(p); }
-void operator delete[](void* p, size_t) noexcept { std::free(p); }
-void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
 
 using namespace feedplane::net;
 using namespace http_test;

@@ -1,7 +1,7 @@
 // The HTTP client allocates nothing per fetch in steady state: after warm-up, fetches on
 // pooled keep-alive connections to nginx (plain HTTP, and HTTPS on the client's side of
-// OpenSSL) make no operator new call. Its own binary because it replaces the global
-// operator new (the counting hook of http_server_body_test). OpenSSL's allocations go
+// OpenSSL) make no operator new call. Its own binary because it links the counting
+// operator new (tests/support/counting_new.cc). OpenSSL's allocations go
 // through malloc and are not counted here.
 #include <gtest/gtest.h>
 
@@ -11,57 +11,16 @@
 #include <new>
 #include <string>
 
+#include "counting_new.h"
 #include "feedplane/net/http_client.h"
 #include "net_test_certs.h"
 #include "nginx_fixture.h"
 
 namespace {
-// Set and read on the test thread only (the client runs on it); atomics because nginx
-// startup threads of the fixture and gtest may allocate concurrently: relaxed is enough,
-// the count is read after the counted window on the thread that did the counting.
-std::atomic<bool> counting{false};
-std::atomic<uint64_t> allocations{0};
-
-// Every form of operator new is replaced (and every delete with it), so that none comes
-// from the runtime's allocator and is freed here (sanitizers check that pairing).
-void* counted_alloc(size_t n, size_t align = 0) noexcept {
-  if (counting.load(std::memory_order_relaxed)) {
-    allocations.fetch_add(1, std::memory_order_relaxed);
-  }
-  if (n == 0) n = 1;
-  if (align <= alignof(std::max_align_t)) return std::malloc(n);
-  return std::aligned_alloc(align, (n + align - 1) / align * align);
-}
-void* counted_or_throw(size_t n, size_t align = 0) {
-  if (void* p = counted_alloc(n, align)) return p;
-  throw std::bad_alloc();
-}
+// The process-wide operator new counter (tests/support/counting_new.cc).
+auto& counting = feedplane::test::new_counting;
+auto& allocations = feedplane::test::new_calls;
 }  // namespace
-
-void* operator new(size_t n) { return counted_or_throw(n); }
-void* operator new[](size_t n) { return counted_or_throw(n); }
-void* operator new(size_t n, const std::nothrow_t&) noexcept { return counted_alloc(n); }
-void* operator new[](size_t n, const std::nothrow_t&) noexcept { return counted_alloc(n); }
-void* operator new(size_t n, std::align_val_t a) { return counted_or_throw(n, size_t(a)); }
-void* operator new[](size_t n, std::align_val_t a) { return counted_or_throw(n, size_t(a)); }
-void* operator new(size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
-  return counted_alloc(n, size_t(a));
-}
-void* operator new[](size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
-  return counted_alloc(n, size_t(a));
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, size_t) noexcept { std::free(p); }
-void operator delete[](void* p, size_t) noexcept { std::free(p); }
-void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
 
 namespace net = feedplane::net;
 using feedplane::test::free_port;

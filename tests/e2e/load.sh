@@ -31,4 +31,12 @@ echo "$last"
   { echo "FAIL: nothing expected or nothing delivered" >&2; exit 1; }
 grep -q "^- restarts with $subs subscriptions" "$tmp/out/report.md" ||
   { echo "FAIL: the report gives no restart time" >&2; exit 1; }
+grep -q "^- intra-network latency to the reflectors" "$tmp/out/report.md" ||
+  { echo "FAIL: the report gives no fetch-to-lists latency (Figure 13)" >&2; exit 1; }
+# Figure 10: a row per step of the bulk load, every probe answered (-1 is a failed probe).
+rows=$(grep -cE "^\| [0-9]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|$" "$tmp/out/report.md" || true)
+[ "$rows" -ge 2 ] || { echo "FAIL: the report has $rows match-time rows (Figure 10)" >&2; exit 1; }
+for png in lag intra delivered poll memory match; do
+  [ -s "$tmp/out/$png.png" ] || { echo "FAIL: no $png.png" >&2; exit 1; }
+done
 echo "PASS"
