@@ -59,7 +59,7 @@ struct options {
   uint64_t check_subscriptions = 0;  // a uniform sample read and checked (0: every one)  //
                                      // loopback addresses the farm's plain hosts are spread over //
                                      // feedplane's fetches in flight per shard (0: its default)
-  double quiet = 6;  // seconds without a new sequenced article = quiesced
+  double quiet = 6;                  // seconds without a new sequenced article = quiesced
   uint64_t seed = 1;
   double https_share = 0;  // the farm's share of HTTPS hosts (its CA goes into ca_file)
   std::string farm_bin, feedplane_bin;
@@ -664,7 +664,9 @@ int run(const options& o) {
   std::vector<checked_subscription> subs;
   std::vector<std::string> feed_paths;
   subs.reserve(o.subscriptions);
-  const uint64_t chunk = 10'000;
+  // Requests of at most 10,000 subscriptions, and at least ten of them when there are ten
+  // subscriptions, so the bulk load has its ten steps (Figure 10's rows) at any size.
+  const uint64_t chunk = std::clamp<uint64_t>(o.subscriptions / 10, 1, 10'000);
   const size_t chunks = size_t((o.subscriptions + chunk - 1) / chunk);
   std::vector<std::string> bodies(chunks), answers(chunks);
   std::vector<std::vector<std::string>> chunk_queries(chunks);
