@@ -154,7 +154,9 @@ void run(size_t nconn, bool chunked_body = false) {
   for (size_t i = 0; i < nconn; ++i) fds.push_back(dial(s.port()));
   outcome o;
   // The first round allocates (the input blocks, the parser, output buffers): the counter
-  // sees it, so a zero below means something.
+  // sees it, so a zero below means something. Seq_cst stores and loads (the default): the
+  // server's shard threads allocate, and each round's replies order their counted calls
+  // before the load here.
   allocations.store(0);
   counting.store(true);
   post_round(fds, req, want, &o);

@@ -97,6 +97,7 @@ TEST(HttpClientAlloc, SteadyStateFetchesAllocateNothing) {
     for (int r = 0; r < 20; ++r) round(warm);
     EXPECT_EQ(warm.ok, 80) << u;
     counter k;
+    // Relaxed: the client runs on this thread, which counts and reads after the window.
     allocations.store(0, std::memory_order_relaxed);
     counting.store(true, std::memory_order_relaxed);
     for (int r = 0; r < 50; ++r) round(k);

@@ -6,6 +6,8 @@
 #include <new>
 
 namespace feedplane::test {
+// Relaxed loads and adds only (counting_new.h says why): no other data is published
+// through them.
 std::atomic<bool> new_counting{false};
 std::atomic<uint64_t> new_calls{0};
 }  // namespace feedplane::test
