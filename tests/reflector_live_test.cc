@@ -265,6 +265,19 @@ feed_state poll(int port, const std::string& feed) {
 
 // Polls until the feed holds `n` items, the newest titled `first` and the second `second`
 // when given (shards apply the broadcast at their own pace).
+// POST /api/subscriptions:bulk with the admin token, again while a shard answers 503 (busy
+// at start-up).
+http_test::response bulk_create(int port, const std::string& bulk) {
+  http_test::response r;
+  for (int i = 0; i < 5000; ++i) {
+    r = request(port, "POST", "/api/subscriptions:bulk", bulk,
+                "Authorization: Bearer live-admin\r\n");
+    if (r.status != 503) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return r;
+}
+
 feed_state poll_until(int port, const std::string& feed, size_t n, const std::string& first,
                       const std::string& second = {}) {
   feed_state f;
@@ -314,12 +327,7 @@ TEST(reflector_live, articles_written_while_serving_reach_the_feeds) {
   const std::string bulk =
       "{\"account\": \"live\", \"query\": \"rust tokio\", \"k\": 3, \"backfill\": false}\n"
       "{\"account\": \"live\", \"query\": \"linux -windows\", \"backfill\": false}\n";
-  for (int i = 0; i < 5000; ++i) {
-    r = request(port, "POST", "/api/subscriptions:bulk", bulk,
-                "Authorization: Bearer live-admin\r\n");
-    if (r.status != 503) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
+  r = bulk_create(port, bulk);
   ASSERT_EQ(r.status, 200) << r.body;
   std::vector<std::string> feeds;
   for (size_t at = 0; (at = r.body.find("\"feed\": \"", at)) != std::string::npos;) {
@@ -403,12 +411,7 @@ TEST(reflector_live, source_scoped_subscriptions_receive_only_their_sources_arti
       "{\"account\": \"scoped\", \"query\": \"source:00000000000000aa\", \"backfill\": false}\n"
       "{\"account\": \"scoped\", \"query\": \"source:developer.apple.com OR source:b.example\", "
       "\"backfill\": false}\n";
-  for (int i = 0; i < 5000; ++i) {
-    r = request(port, "POST", "/api/subscriptions:bulk", bulk,
-                "Authorization: Bearer live-admin\r\n");
-    if (r.status != 503) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
+  r = bulk_create(port, bulk);
   ASSERT_EQ(r.status, 200) << r.body;
   const std::vector<std::string> feeds = string_fields(r.body, "feed");
   ASSERT_EQ(feeds.size(), 4u) << r.body;
@@ -466,12 +469,7 @@ TEST(reflector_live, match_time_probes_every_shard) {
   for (int i = 0; i < 40; ++i)
     bulk += fmt::format("{{\"account\": \"probe\", \"query\": \"{}\", \"backfill\": false}}\n",
                         i % 2 == 0 ? "rust" : "golang tokio");
-  for (int i = 0; i < 5000; ++i) {
-    r = request(port, "POST", "/api/subscriptions:bulk", bulk,
-                "Authorization: Bearer live-admin\r\n");
-    if (r.status != 503) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
+  r = bulk_create(port, bulk);
   ASSERT_EQ(r.status, 200) << r.body;
   const std::string admin = "Authorization: Bearer live-admin\r\n";
   r = request(port, "POST", "/api/match-time",

@@ -442,6 +442,27 @@ class reflector final : public dataplane::component {
   // Answers c over HTTP (finish() without on_answer).
   void answer_http(call& c);
   bool ready(net::http_response& r);
+  // A request every shard takes part in: false (and r holds the 503) when one's ring is
+  // full.
+  bool every_shard_can_take(net::http_response& r) {
+    for (uint32_t j = 0; j < s_.rt->count(); ++j) {
+      if (!s_.rt->can_send(j)) {
+        net::set_unavailable(r, fmt::format("shard {} is busy; retry", j));
+        return false;
+      }
+    }
+    return true;
+  }
+  // Defers r: the call that answers it later, here on the origin shard.
+  call_ptr answer_later(net::http_response& r) {
+    auto c = std::make_shared<call>();
+    c->origin = s_.rt->index();
+    c->later = r.later;
+    c->route = route_;
+    r.defer = true;
+    s_.requests_deferred->add();
+    return c;
+  }
   uint32_t shard_of(std::string_view key) const {
     return shard_of_partition(partition_of(key), s_.rt->count());
   }
@@ -2013,12 +2034,7 @@ void reflector::match_time(net::request_context& ctx, net::http_response& r) {
     }
   }
   const uint32_t n = s_.rt->count();
-  for (uint32_t j = 0; j < n; ++j) {
-    if (!s_.rt->can_send(j)) {
-      net::set_unavailable(r, fmt::format("shard {} is busy; retry", j));
-      return;
-    }
-  }
+  if (!every_shard_can_take(r)) return;
   // Read-only once made: every shard matches the same tokens (the ring's hand-off orders
   // its construction before their reads).
   auto art = std::make_shared<matcher::article>();
@@ -2031,12 +2047,7 @@ void reflector::match_time(net::request_context& ctx, net::http_response& r) {
   auto g = std::make_shared<gather>();
   g->waiting = n;
   g->shards.resize(n);
-  g->answer = std::make_shared<call>();
-  g->answer->origin = s_.rt->index();
-  g->answer->later = r.later;
-  g->answer->route = route_;
-  r.defer = true;
-  s_.requests_deferred->add();
+  g->answer = answer_later(r);
   for (uint32_t j = 0; j < n; ++j) {
     auto part = std::make_shared<call>();
     part->origin = s_.rt->index();
@@ -2709,18 +2720,8 @@ void reflector::bulk(net::request_context& ctx, net::http_response& r) {
     r.set_body(lines_of(*st));
     return;
   }
-  for (uint32_t j = 0; j < n; ++j) {
-    if (!s_.rt->can_send(j)) {
-      net::set_unavailable(r, fmt::format("shard {} is busy; retry", j));
-      return;
-    }
-  }
-  st->answer = std::make_shared<call>();
-  st->answer->origin = s_.rt->index();
-  st->answer->later = r.later;
-  st->answer->route = route_;
-  r.defer = true;
-  s_.requests_deferred->add();
+  if (!every_shard_can_take(r)) return;
+  st->answer = answer_later(r);
   // Step 2: each owner creates its group with one durable write.
   auto create = [st, respond](reflector& self) {
     const uint32_t shards = self.s_.rt->count();
