@@ -12,6 +12,7 @@
 #include <atomic>
 #include <chrono>
 #include <map>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -32,6 +33,26 @@ std::string big_body() {
     b += "<item><title>entry " + std::to_string(i) + "</title></item>\n";
   b.resize(8192);
   return b;
+}
+
+// 1 MB of text that does not repeat (a send of it is short several times over), and its
+// gzip form.
+struct kept_body {
+  std::string plain, gzip;
+};
+std::shared_ptr<const kept_body> make_kept_body() {
+  auto k = std::make_shared<kept_body>();
+  uint64_t x = 88172645463325252ull;
+  while (k->plain.size() < (1u << 20)) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    k->plain += "<item>" + std::to_string(x) + "</item>\n";
+  }
+  libdeflate_compressor* c = libdeflate_alloc_compressor(1);
+  k->gzip.resize(libdeflate_gzip_compress_bound(c, k->plain.size()));
+  k->gzip.resize(libdeflate_gzip_compress(c, k->plain.data(), k->plain.size(), k->gzip.data(),
+                                          k->gzip.size()));
+  libdeflate_free_compressor(c);
+  return k;
 }
 
 // One server shard on a thread. Routes: /a /b /c (their name), /big (8 KB, ETag,
@@ -65,6 +86,17 @@ class server_thread {
       r.defer = true;
       pending_.push_back({r.later, std::string(c.request().query)});
       loop_->arm(later_timer_, 5);
+    });
+    // A large body sent from where it is (http_response::keep), with its gzip form; the
+    // query "later" answers it deferred, from a timer.
+    routes_.add("GET", "/kept", [this](request_context& c, http_response& r) {
+      if (c.request().query == "later") {
+        r.defer = true;
+        pending_.push_back({r.later, "kept"});
+        loop_->arm(later_timer_, 5);
+        return;
+      }
+      fill_kept(r);
     });
     // Never answered: 503 after the defer timeout.
     routes_.add("GET", "/never", [](request_context&, http_response& r) { r.defer = true; });
@@ -108,6 +140,8 @@ class server_thread {
   int completed_late() const { return completed_.load(); }
   int dropped_late() const { return dropped_.load(); }
   const std::string& body() const { return body_; }
+  // The kept body and its gzip form; its use count is 1 when the server holds none.
+  const std::shared_ptr<const kept_body>& kept() const { return kept_; }
   server_stats stats() {
     // Read after the server thread stopped, or racy but only for diagnostics.
     return stats_copy_;
@@ -148,8 +182,12 @@ class server_thread {
     now.swap(me->pending_);
     for (auto& p : now) {
       http_response r;
-      r.set_body("later:" + p.second);
-      r.compressible = false;
+      if (p.second == "kept") {
+        me->fill_kept(r);
+      } else {
+        r.set_body("later:" + p.second);
+        r.compressible = false;
+      }
       if (p.first.complete(r)) {
         me->completed_.fetch_add(1);
       } else {
@@ -163,7 +201,15 @@ class server_thread {
   timer later_timer_;
   std::atomic<int> completed_{0};
   std::atomic<int> dropped_{0};
+  void fill_kept(http_response& r) {
+    r.body = kept_->plain;
+    r.gzip_body = kept_->gzip;
+    r.content_type = "application/rss+xml";
+    r.etag = "\"k1\"";
+    r.keep = kept_;
+  }
   std::string body_;
+  std::shared_ptr<const kept_body> kept_ = make_kept_body();
   int lfd_ = -1;
   int port_ = 0;
   std::thread th_;
@@ -232,6 +278,71 @@ TEST(http_server, many_pipelined_requests_over_tiny_buffers_and_high_water) {
   }
   writer.join();
   close(fd);
+}
+
+// Waits (bounded) until the server holds no reference to the kept body: every send that
+// carried it completed or was dropped with its connection.
+bool kept_released(const server_thread& s) {
+  for (int i = 0; i < 3000 && s.kept().use_count() > 1; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  return s.kept().use_count() == 1;
+}
+
+TEST(http_server, kept_bodies_are_sent_from_where_they_are_in_order_with_copied_ones) {
+  server_thread s;
+  int fd = dial(s.port());
+  // Pipelined: kept 1 MB bodies (each several short sends), small copied bodies, a copied
+  // 8 KB body, a deferred kept body and a gzip'd kept body, in one write.
+  const char* paths[] = {"/kept", "/a", "/kept", "/big", "/kept?later", "/b", "/kept"};
+  std::string reqs;
+  for (int round = 0; round < 3; ++round) {
+    for (const char* p : paths) reqs += std::string("GET ") + p + " HTTP/1.1\r\nHost: t\r\n\r\n";
+    reqs += "GET /kept HTTP/1.1\r\nHost: t\r\nAccept-Encoding: gzip\r\n\r\n";
+  }
+  std::thread writer([&] { send_all(fd, reqs); });
+  reader rd(fd);
+  response r;
+  for (int round = 0; round < 3; ++round) {
+    for (std::string_view p : paths) {
+      ASSERT_TRUE(rd.next(&r)) << p;
+      ASSERT_EQ(r.status, 200) << p;
+      if (p.starts_with("/kept")) {
+        EXPECT_TRUE(r.body == s.kept()->plain) << p << ": " << r.body.size() << " bytes";
+        EXPECT_EQ(r.headers["etag"], "\"k1\"");
+      } else if (p == "/big") {
+        EXPECT_EQ(r.body, s.body());
+      } else {
+        EXPECT_EQ(r.body, p);
+      }
+    }
+    ASSERT_TRUE(rd.next(&r));
+    EXPECT_EQ(r.headers["content-encoding"], "gzip");
+    EXPECT_TRUE(r.body == s.kept()->gzip) << r.body.size() << " bytes";
+  }
+  writer.join();
+  close(fd);
+  EXPECT_TRUE(kept_released(s)) << s.kept().use_count();
+}
+
+TEST(http_server, a_client_gone_mid_send_releases_the_kept_bodies) {
+  server_thread s;
+  for (int i = 0; i < 4; ++i) {
+    int fd = dial(s.port());
+    // Four 1 MB answers, of which the client reads a few bytes and leaves: the server's
+    // sends fail or are cancelled, and every reference it took goes with the connection.
+    send_all(fd,
+             "GET /kept HTTP/1.1\r\nHost: t\r\n\r\nGET /kept HTTP/1.1\r\nHost: t\r\n\r\n"
+             "GET /kept?later HTTP/1.1\r\nHost: t\r\n\r\nGET /kept HTTP/1.1\r\nHost: t\r\n\r\n");
+    char buf[256];
+    EXPECT_GT(recv(fd, buf, sizeof buf, 0), 0);
+    if (i % 2 == 1) {
+      linger lg{1, 0};  // a reset, not a FIN
+      setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+    }
+    close(fd);
+  }
+  EXPECT_TRUE(kept_released(s)) << s.kept().use_count();
+  expect_still_serving(s.port());
 }
 
 TEST(http_server, request_body_content_length_and_chunked_split_across_writes) {

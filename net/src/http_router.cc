@@ -121,6 +121,7 @@ void set_json_error(http_response& r, int status, std::string_view code, std::st
   r.status = status;
   r.content_type = "application/json";
   r.gzip_body = {};
+  r.keep.reset();
   r.etag = {};
   r.last_modified = -1;
   r.compressible = false;

@@ -7,6 +7,7 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -175,6 +176,31 @@ struct deferred_state {
   int version_minor = 1;
 };
 
+// Bodies a plaintext connection sends from where they are, in order with its output: the
+// piece at `at` goes out after out[0, at) and before out[at, ...). `queued` goes with
+// `out`, `sending` with the send in flight; a piece's `keep` holds its bytes until then.
+struct gather_state {
+  struct piece {
+    size_t at = 0;
+    std::string_view bytes;
+    std::shared_ptr<const void> keep;
+  };
+  std::vector<piece> queued, sending;
+  size_t queued_bytes = 0, sending_bytes = 0;
+  std::vector<iovec> iov;  // the sendmsg in flight's (valid until it completes)
+  msghdr msg{};
+
+  void drop_sending() {
+    sending.clear();  // releases the bodies' keeps
+    sending_bytes = 0;
+  }
+  void drop_all() {
+    drop_sending();
+    queued.clear();
+    queued_bytes = 0;
+  }
+};
+
 struct http_server::connection {
   http_server* srv = nullptr;
   int fd = -1;
@@ -204,6 +230,9 @@ struct http_server::connection {
   size_t in_want = 0;   // bytes the request being received needs (head + body + padding)
   std::string out;      // responses queued behind the send in flight (plaintext)
   std::string sending;  // the send in flight (ciphertext on a TLS connection)
+  // Large kept bodies (http_response::keep) sent from where they are: made at the first
+  // one and kept with the slot, so a connection that never sends one pays a pointer.
+  std::unique_ptr<gather_state> gather;
   // TLS only (opt_.tls): the connection's SSL (its network side is the server's shared
   // BIO), and the ciphertext OpenSSL wrote that waits for the send in flight (a lent
   // buffer, like out). ssl is freed as soon as no more TLS is needed (a fatal error, our
@@ -215,6 +244,9 @@ struct http_server::connection {
   timer t;
 
   loop& lp() { return srv->loop_; }
+
+  // Output queued behind the send in flight, gathered bodies included.
+  size_t queued() const { return out.size() + (gather ? gather->queued_bytes : 0); }
 
   void arm_recv() {
     if (recv_armed || peer_closed || dead) return;
@@ -421,7 +453,7 @@ struct http_server::connection {
         break;
       }
       if (!srv->req_.keep_alive) closing = true;
-      if (out.size() >= srv->opt_.output_high_water) {
+      if (queued() >= srv->opt_.output_high_water) {
         pause();
         stop_reading();
       }
@@ -454,10 +486,15 @@ struct http_server::connection {
       flush_tls();
       return;
     }
-    if (!out.empty()) {
+    if (!out.empty()) {  // a gathered body always follows its head in `out`
       sending.swap(out);
       out.clear();
       send_off = 0;
+      if (gather && !gather->queued.empty()) {
+        gather->sending.swap(gather->queued);
+        gather->sending_bytes = gather->queued_bytes;
+        gather->queued_bytes = 0;
+      }
       start_send();
       return;
     }
@@ -597,13 +634,46 @@ struct http_server::connection {
   }
 
   void start_send() {
-    if (!lp().send(fd, sending.data() + send_off, sending.size() - send_off,
-                   bind<&connection::on_send>(this))
-             .valid()) {
+    const bool ok = gather && !gather->sending.empty()
+                        ? start_gather()
+                        : lp().send(fd, sending.data() + send_off, sending.size() - send_off,
+                                    bind<&connection::on_send>(this))
+                              .valid();
+    if (!ok) {
       abort();
       return;
     }
     send_inflight = true;
+  }
+
+  size_t sending_size() const { return sending.size() + (gather ? gather->sending_bytes : 0); }
+
+  // One sendmsg of what is left from send_off: the output between the gathered bodies and
+  // the bodies themselves, at most 512 pieces at a time (a short send continues).
+  bool start_gather() {
+    gather_state& g = *gather;
+    g.iov.clear();
+    size_t skip = send_off;
+    auto add = [&](const char* p, size_t n) {
+      if (skip >= n) {
+        skip -= n;
+        return;
+      }
+      g.iov.push_back({const_cast<char*>(p + skip), n - skip});
+      skip = 0;
+    };
+    size_t pos = 0;
+    for (const gather_state::piece& pc : g.sending) {
+      if (g.iov.size() >= 512) break;
+      add(sending.data() + pos, pc.at - pos);
+      add(pc.bytes.data(), pc.bytes.size());
+      pos = pc.at;
+    }
+    if (g.iov.size() < 512) add(sending.data() + pos, sending.size() - pos);
+    g.msg = msghdr{};
+    g.msg.msg_iov = g.iov.data();
+    g.msg.msg_iovlen = g.iov.size();
+    return lp().sendmsg(fd, &g.msg, bind<&connection::on_send>(this)).valid();
   }
 
   void on_send(const completion& c) {
@@ -618,14 +688,15 @@ struct http_server::connection {
     }
     send_off += size_t(c.res);
     srv->stats_.bytes_out += size_t(c.res);
-    if (send_off < sending.size()) {
+    if (send_off < sending_size()) {
       start_send();  // short send: the rest, in order
       update_timer();
       return;
     }
     // The buffer goes back to the shard's pool: an idle connection holds no buffers.
     srv->give_buffer(sending);
-    if (paused && !awaiting && out.size() < srv->opt_.output_high_water / 2) resume();
+    if (gather) gather->drop_sending();
+    if (paused && !awaiting && queued() < srv->opt_.output_high_water / 2) resume();
     if (dead) return;
     flush();
     if (dead) return;
@@ -679,6 +750,7 @@ void http_response::clear() {
   compressible = true;
   extra_headers.clear();
   storage.clear();
+  keep.reset();
   defer = false;
   later = deferred_response();
 }
@@ -803,6 +875,7 @@ void http_server::release(connection& k) {
   give_input(k.in);
   give_buffer(k.out);
   give_buffer(k.sending);
+  if (k.gather) k.gather->drop_all();
   if (k.ssl != nullptr) k.drop_tls();
   give_buffer(k.cipher);
   k.parser = request_parser(opt_.limits, &body_pool_);
@@ -906,6 +979,7 @@ void http_server::handle(connection& k, const http_request& req, bool body_in_pl
     return;
   }
   write_response(k, request_meta::of(req), resp_);
+  resp_.keep.reset();  // the connection holds what it still sends; the shard's response not
 }
 
 bool deferred_response::complete(http_response& r) const {
@@ -935,7 +1009,7 @@ void http_server::finish_deferred(connection& k, http_response& r) {
   k.awaiting = false;
   k.tm = connection::tmode::none;
   if (!d.keep_alive) k.closing = true;
-  if (k.paused && !k.closing && k.out.size() < opt_.output_high_water / 2) k.resume();
+  if (k.paused && !k.closing && k.queued() < opt_.output_high_water / 2) k.resume();
   if (k.dead) return;
   k.flush();
   if (!k.dead) k.update_timer();
@@ -1009,7 +1083,18 @@ void http_server::write_response(connection& k, const request_meta& req, http_re
     o.append("Connection: keep-alive\r\n");
   }
   o.append("\r\n");
-  if (status != 304 && !head) o.append(body);
+  if (status == 304 || head) return;
+  // A large kept body goes out from where it is (one copy fewer per poll of a feed):
+  // plaintext only, and only the caller's bytes (not gz_buf_, which the next response
+  // reuses).
+  if (r.keep && tls_io_ == nullptr && body.size() >= opt_.gather_min_bytes &&
+      (body.data() == r.body.data() || body.data() == r.gzip_body.data())) {
+    if (!k.gather) k.gather = std::make_unique<gather_state>();
+    k.gather->queued.push_back({o.size(), body, r.keep});
+    k.gather->queued_bytes += body.size();
+    return;
+  }
+  o.append(body);
 }
 
 void http_server::write_error(connection& k, int status, const char* reason, bool head) {

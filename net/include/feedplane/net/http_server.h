@@ -69,7 +69,8 @@ class deferred_response {
 };
 
 // What a route handler fills. The server reuses one per shard; views must stay valid until
-// the handler returns (the server copies the bytes into the connection's output).
+// the handler returns (the server copies the bytes into the connection's output), unless
+// `keep` is set (below).
 struct http_response {
   int status = 200;
   std::string_view content_type = "text/plain; charset=utf-8";
@@ -81,13 +82,19 @@ struct http_response {
   bool compressible = true;        // may be gzip'd for clients that accept it
   std::string extra_headers;       // raw "Name: value\r\n" lines
   std::string storage;             // owned bytes for dynamic bodies: body = storage
-  bool defer = false;              // set by a handler that answers later through `later`
-  deferred_response later;         // filled by the server before the handler runs
+  // Keeps body and gzip_body alive until they are sent. Set, a plaintext connection sends
+  // a large body from where it is (a gather write) instead of copying it into its output,
+  // and holds `keep` until the send completes: the reflector's rendered feeds. Reset by
+  // set_body and set_json_error (their bytes are the shard's, not kept).
+  std::shared_ptr<const void> keep;
+  bool defer = false;       // set by a handler that answers later through `later`
+  deferred_response later;  // filled by the server before the handler runs
 
   // Convenience: owned body text.
   void set_body(std::string_view b) {
     storage.assign(b);
     body = storage;
+    keep.reset();
   }
   void clear();
 };
@@ -254,7 +261,10 @@ struct server_options {
   bool gzip = true;
   uint32_t gzip_min_bytes = 256;
   uint32_t output_high_water = 256 * 1024;  // stop reading pipelined requests above this
-  uint32_t defer_timeout_ms = 10'000;       // deferred answer not completed: 503 + Retry-After
+  // A body of at least this many bytes whose response has `keep` is sent from where it
+  // is, not copied (plaintext only: TLS encrypts from a copy anyway).
+  uint32_t gather_min_bytes = 4096;
+  uint32_t defer_timeout_ms = 10'000;  // deferred answer not completed: 503 + Retry-After
   // Input blocks (requests that span receives, large bodies) kept for reuse, in bytes.
   size_t input_pool_bytes = size_t{8} << 20;
   // Set: every connection is HTTPS (tls_server.h). Not owned; outlives the server; may be

@@ -83,6 +83,12 @@ class last_k {
   }
   size_t size() const { return count_; }
   bool empty() const { return count_ == 0; }
+  // Starts loading the slot an in-order insert writes (the match loop calls it a few
+  // subscriptions ahead, so the miss overlaps other work); reads only this object.
+  void prefetch_slot() const {
+    if (!slots_.empty())
+      __builtin_prefetch(&slots_[wrap(head_ + (count_ < slots_.size() ? count_ : 0))], 1);
+  }
 
  private:
   static constexpr uint32_t npos = UINT32_MAX;
