@@ -828,7 +828,10 @@ struct index::impl {
   // The first words' headers are prefetched by prepare(), the rest k_header_ahead words
   // ahead. Nothing more: the hot part of a block is one sequential run, and prefetching
   // it in software (up to 64 lines a block) measured no faster or up to twice as slow,
-  // its requests queuing ahead of the lines the scan was waiting for.
+  // its requests queuing ahead of the lines the scan was waiting for. Nor does it help
+  // when the postings come from memory (the slow articles, bench/matcher_bench.cc,
+  // match/index_cold): prefetching the next 2..40 blocks' hot parts, or each survivor's
+  // rest 8 ahead, left the cold time unchanged; the scan's misses already overlap.
   static constexpr size_t k_header_ahead = 8;
   // The header and the start of the hot part: with malloc's 16-byte alignment the header
   // can end in the second line.
