@@ -11,7 +11,11 @@ grep -Eq 'POST /api/sources:import -> \{"added": 300, "duplicates": 0' <<<"$out"
 [ "$(grep -c -- ' -> http://127.0.0.1:[0-9]*/f/' <<<"$out")" -eq 5 ] || fail "five sample subscriptions"
 grep -q 'POST /api/subscriptions:bulk -> 10000 subscriptions' <<<"$out" || fail "bulk load"
 grep -Eq "^   'school': [1-9][0-9]* matches" <<<"$out" || fail "no match for 'school'"
-[ "$(grep -A2 "^   'school':" <<<"$out" | grep -c '(matched school)')" -eq 2 ] || fail "matched words (found in the content, not only the title)"
+# Every item shown for 'school' (one or two: the demo stops at the first match) names the
+# word it matched, found in the content, not only the title.
+shown=$(grep -A2 "^   'school':" <<<"$out" | grep -c '^      - ' || true)
+named=$(grep -A2 "^   'school':" <<<"$out" | grep -c '(matched school)' || true)
+[ "$shown" -ge 1 ] && [ "$named" -eq "$shown" ] || fail "matched words (found in the content, not only the title)"
 grep -q '== feedplane is running' <<<"$out" || fail "URLs to open"
 # The build step's progress filter (the demo's first five minutes are a build): a line per
 # tenth of the build, compiler errors passed through whole.
