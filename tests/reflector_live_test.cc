@@ -9,10 +9,13 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 #include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -68,8 +71,10 @@ struct ack : rt::store_write {
 
 class live_server {
  public:
-  explicit live_server(uint32_t n) : n_(n), mesh_(n, rt::mesh_options{}) {
+  explicit live_server(uint32_t n, uint32_t memory_limit_mb = 0)
+      : n_(n), mesh_(n, rt::mesh_options{}) {
     cfg_.api.admin_token = "live-admin";
+    cfg_.reflector.memory_limit_mb = memory_limit_mb;
     const dp::component_def& def = feedplane::reflector::component();
     st::store_options so;
     so.dir = dir_.path;
@@ -491,6 +496,77 @@ TEST(reflector_live, match_time_probes_every_shard) {
   EXPECT_EQ(request(port, "POST", "/api/match-time", "{\"repeat\": 0}", admin).status, 400);
   EXPECT_EQ(request(port, "POST", "/api/match-time", "{\"other\": 1}", admin).status, 400);
   EXPECT_EQ(request(port, "POST", "/api/match-time", "[1", admin).status, 400);
+}
+
+}  // namespace
+
+namespace {
+
+uint64_t resident_bytes() {
+  std::ifstream f("/proc/self/statm");
+  uint64_t size = 0, pages = 0;
+  f >> size >> pages;
+  return pages * uint64_t(sysconf(_SC_PAGESIZE));
+}
+
+// GET /api/memory until every one of `shards` has answered `state` (connections land on
+// either shard; each answers for itself).
+bool every_shard_says(int port, uint32_t shards, const std::string& state) {
+  std::vector<bool> seen(shards, false);
+  uint32_t left = shards;
+  std::string last;
+  for (int i = 0; i < 10000 && left > 0; ++i) {
+    const auto r = request(port, "GET", "/api/memory", {}, "Authorization: Bearer live-admin\r\n");
+    last = r.body;
+    const size_t at = r.body.find("\"shard\": ");
+    if (r.status == 200 && at != std::string::npos &&
+        r.body.find("\"state\": \"" + state + "\"") != std::string::npos) {
+      const uint32_t shard = uint32_t(std::stoul(r.body.substr(at + 9)));
+      if (shard < shards && !seen[shard]) {
+        seen[shard] = true;
+        --left;
+      }
+    }
+    if (left > 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  EXPECT_EQ(left, 0u) << "not every shard reached " << state << "; last answer: " << last;
+  return left == 0;
+}
+
+// Memory pressure (issue 11; DESIGN.md 9): with the process above reflector.memory_limit_mb
+// every shard pauses the article stream, so articles sequenced meanwhile wait on the rings;
+// once memory returns the shards resume and the articles reach the feeds: nothing lost.
+// The test moves the process's resident memory itself (a block it touches, then unmaps).
+TEST(reflector_live, memory_pressure_pauses_the_article_stream_and_loses_nothing) {
+  const uint32_t limit_mb = uint32_t(resident_bytes() >> 20) + 384;
+  live_server srv(2, limit_mb);
+  const int port = srv.port();
+  wait_ready(port, 2);
+  ASSERT_TRUE(every_shard_says(port, 2, "normal"));
+  http_test::response r =
+      bulk_create(port, "{\"account\": \"mem\", \"query\": \"pressure\", \"backfill\": false}\n");
+  ASSERT_EQ(r.status, 200) << r.body;
+  const std::vector<std::string> feeds = string_fields(r.body, "feed");
+  ASSERT_EQ(feeds.size(), 1u) << r.body;
+
+  const uint64_t limit = uint64_t(limit_mb) << 20, now = resident_bytes();
+  const size_t grow = size_t((limit > now ? limit - now : 0) + (uint64_t{64} << 20));
+  void* block = mmap(nullptr, grow, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(block, MAP_FAILED);
+  memset(block, 1, grow);  // every page resident
+  ASSERT_TRUE(every_shard_says(port, 2, "paused"));
+  const uint64_t s1 =
+      srv.write(refs(article("pressure one", "m1", 0), article("pressure two", "m2", 0)));
+  // Sequenced and durable, but on the rings: no shard has matched them.
+  const feed_state held = poll(port, feeds[0]);
+  EXPECT_EQ(held.status, 200);
+  EXPECT_TRUE(held.titles.empty()) << held.titles.size() << " items while paused";
+
+  munmap(block, grow);
+  ASSERT_TRUE(every_shard_says(port, 2, "normal"));
+  const feed_state f = poll_until(port, feeds[0], 2, "pressure two");
+  EXPECT_EQ(f.seqs, (std::vector<uint64_t>{s1 + 1, s1}));
+  EXPECT_EQ(request(port, "GET", "/api/memory").status, 401) << "admin only";
 }
 
 }  // namespace

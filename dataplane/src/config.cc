@@ -180,6 +180,11 @@ const std::vector<option>& options() {
                   "recent articles (0 = none)"),
       uint_option("reflector.article_cache_mb", &config::reflector, &R::article_cache_mb, 1,
                   1u << 20, "per shard: MiB of article text kept to render feeds"),
+      uint_option("reflector.memory_limit_mb", &config::reflector, &R::memory_limit_mb, 0, 1u << 24,
+                  "resident memory of the process: above 90% cached bodies and rendered feeds "
+                  "are dropped and new matches keep no body; above it the shards pause the "
+                  "article stream (backpressure to the crawlers) until memory returns; 0 = "
+                  "no limit"),
       uint_option("reflector.render_cache_mb", &config::reflector, &R::render_cache_mb, 1, 1u << 20,
                   "per shard: MiB of rendered feeds kept between polls (beyond it the least "
                   "recently polled are rendered again at their next poll)"),

@@ -8,6 +8,7 @@
 #include <xxhash.h>
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -16,6 +17,7 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -408,6 +410,7 @@ class reflector final : public dataplane::component {
   void poll(net::request_context& ctx, net::http_response& r, feed_format f);
   void preview(net::request_context& ctx, net::http_response& r);
   void match_time(net::request_context& ctx, net::http_response& r);
+  void memory_state(net::request_context& ctx, net::http_response& r);
   // A create's or a preview's body: JSON with a query the matcher accepts. False (and `r`
   // holds the 400) otherwise.
   bool read_query_spec(net::request_context& ctx, net::http_response& r, sub_spec& spec);
@@ -608,6 +611,21 @@ class reflector final : public dataplane::component {
     bool stop = false;
     std::thread thread;
   };
+  // Memory pressure (reflector.memory_limit_mb; DESIGN.md 9): every 100 ms each shard reads
+  // the process's resident memory and moves between normal, tight (>= 90% of the limit:
+  // cached bodies and rendered feeds dropped, new matches keep no body) and paused (>= the
+  // limit: the shard leaves the article stream on its ring until memory is below 90%;
+  // tight ends below 85%). Both shards read the same figure, so they act together.
+  enum pressure : uint8_t { pressure_normal = 0, pressure_tight = 1, pressure_paused = 2 };
+  static void on_memory_timer(void* ctx);
+  void check_memory();
+  void shed_memory();
+  uint64_t memory_limit_ = 0;  // bytes; 0: none
+  uint64_t resident_ = 0;      // at the last check
+  uint8_t pressure_ = pressure_normal;
+  int statm_fd_ = -1;
+  net::timer memory_timer_;
+
   void load_snapshots();
   static void on_snapshot_timer(void* ctx);
   void snapshot_slice(size_t budget);
@@ -654,6 +672,7 @@ class reflector final : public dataplane::component {
     rt::gauge* cache_bytes = nullptr;
     rt::gauge* recent_articles = nullptr;
     rt::gauge* degraded = nullptr;
+    rt::counter* memory_pauses = nullptr;
     rt::gauge* recent_postings = nullptr;
     rt::counter* backfilled = nullptr;
     rt::counter* searched = nullptr;
@@ -678,6 +697,19 @@ reflector::reflector(shard_services& s)
   retry_.set(&reflector::on_retry, this);
   renders_ = render_cache<rendered>(size_t{s.cfg->reflector.render_cache_mb} << 20);
   snap_timer_.set(&reflector::on_snapshot_timer, this);
+  memory_timer_.set(&reflector::on_memory_timer, this);
+  memory_limit_ = uint64_t{s.cfg->reflector.memory_limit_mb} << 20;
+  if (memory_limit_ != 0) {
+    statm_fd_ = ::open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+    if (statm_fd_ < 0) {
+      fmt::print(stderr,
+                 "feedplane: reflector: /proc/self/statm: {}; reflector.memory_limit_mb is not "
+                 "enforced\n",
+                 strerror(errno));
+    } else {
+      s.rt->loop().arm(memory_timer_, 100);
+    }
+  }
   rt::metrics_registry& reg = s.rt->metrics();
   for (size_t f = 0; f < feed_formats; ++f) {
     const std::string label = fmt::format("format=\"{}\"", format_name(feed_format(f)));
@@ -711,9 +743,14 @@ reflector::reflector(shard_services& s)
                                      "Articles in the shards' render caches");
   m_.cache_bytes = &reg.add_gauge("feedplane_reflector_article_cache_bytes",
                                   "Bytes of the shards' render caches");
-  m_.degraded = &reg.add_gauge("feedplane_reflector_degraded",
-                               "1 while the article cache is above 3/4 of its budget and new "
-                               "entries keep no HTML body (summed over shards)");
+  m_.degraded = &reg.add_gauge(
+      "feedplane_reflector_degraded",
+      "Memory degradation, summed over shards: 1 while new entries keep no HTML body (the "
+      "article cache above 3/4 of its budget, or the process above 90% of "
+      "reflector.memory_limit_mb), 2 while the article stream is paused (above the limit)");
+  m_.memory_pauses = &reg.add_counter(
+      "feedplane_reflector_memory_pauses_total",
+      "Times a shard paused the article stream with the process above reflector.memory_limit_mb");
   m_.recent_articles = &reg.add_gauge("feedplane_reflector_recent_articles",
                                       "Articles in the backfill window (summed: shards x)");
   m_.recent_postings =
@@ -762,6 +799,8 @@ reflector::reflector(shard_services& s)
 reflector::~reflector() {
   if (retry_.armed()) s_.rt->loop().disarm(retry_);
   if (snap_timer_.armed()) s_.rt->loop().disarm(snap_timer_);
+  if (memory_timer_.armed()) s_.rt->loop().disarm(memory_timer_);
+  if (statm_fd_ >= 0) ::close(statm_fd_);
   stop_snapshots();
   libdeflate_free_compressor(gz_);
 }
@@ -1495,6 +1534,84 @@ void reflector::load_snapshots() {
   });
 }
 
+void reflector::on_memory_timer(void* ctx) {
+  auto& self = *static_cast<reflector*>(ctx);
+  self.check_memory();
+  self.s_.rt->loop().arm(self.memory_timer_, 100);
+}
+
+void reflector::check_memory() {
+  // /proc/self/statm: "size resident shared ..." in pages; one pread, no allocation.
+  char buf[128];
+  const ssize_t n = ::pread(statm_fd_, buf, sizeof buf, 0);
+  if (n <= 0) return;
+  const std::string_view statm(buf, size_t(n));
+  const size_t sp = statm.find(' ');
+  uint64_t pages = 0;
+  if (sp == std::string_view::npos ||
+      std::from_chars(statm.data() + sp + 1, statm.data() + statm.size(), pages).ec != std::errc())
+    return;
+  static const uint64_t page_bytes = uint64_t(sysconf(_SC_PAGESIZE));
+  resident_ = pages * page_bytes;
+  const uint64_t high = memory_limit_ / 10 * 9, low = memory_limit_ / 20 * 17;
+  uint8_t want = pressure_normal;
+  if (resident_ >= memory_limit_ || (pressure_ == pressure_paused && resident_ >= high)) {
+    want = pressure_paused;
+  } else if (resident_ >= high || (pressure_ != pressure_normal && resident_ >= low)) {
+    want = pressure_tight;
+  }
+  if (want == pressure_) return;
+  const uint32_t shard = s_.rt->index();
+  if (want > pressure_) shed_memory();
+  if (want == pressure_paused) {
+    s_.rt->pause_articles(true);
+    m_.memory_pauses->add();
+    fmt::print(stderr,
+               "feedplane: reflector: shard {}: resident memory {} MiB is above "
+               "reflector.memory_limit_mb {}: the article stream is paused until it is below "
+               "{} MiB (the crawlers wait; nothing is dropped)\n",
+               shard, resident_ >> 20, memory_limit_ >> 20, high >> 20);
+  } else if (pressure_ == pressure_paused) {
+    s_.rt->pause_articles(false);
+    fmt::print(stderr,
+               "feedplane: reflector: shard {}: resident memory {} MiB: the article stream "
+               "resumes\n",
+               shard, resident_ >> 20);
+  }
+  pressure_ = want;
+  const bool cache_tight = cache_bytes_ > cache_budget_bytes_ / 4 * 3;
+  m_.degraded->set(std::max<int64_t>(cache_tight ? 1 : 0, pressure_));
+}
+
+// Bodies first (Cobra's order): the cached articles' HTML goes (feeds then serve the
+// plain-text summary, as for entries cached under pressure) and every rendered feed (each
+// renders again at its next poll).
+void reflector::shed_memory() {
+  for (auto& [seq, a] : cache_) {
+    if (a.summary_html.empty()) continue;
+    cache_bytes_ -= a.bytes();
+    std::string().swap(a.summary_html);
+    cache_bytes_ += a.bytes();
+  }
+  renders_.clear();
+  m_.render_bytes->set(int64_t(renders_.bytes()));
+  m_.render_evicted->mirror(renders_.evictions());
+  m_.cache_bytes->set(int64_t(cache_bytes_));
+}
+
+// GET /api/memory (admin): this shard's view of memory pressure.
+void reflector::memory_state(net::request_context& ctx, net::http_response& r) {
+  if (!dataplane::require_admin(ctx, *s_.cfg, r)) return;
+  static constexpr const char* names[] = {"normal", "tight", "paused"};
+  r.content_type = "application/json";
+  r.cache_control = "no-store";
+  r.compressible = false;
+  r.set_body(fmt::format(
+      "{{\"shard\": {}, \"state\": \"{}\", \"resident_bytes\": {}, \"limit_bytes\": {}, "
+      "\"article_cache_bytes\": {}, \"render_cache_bytes\": {}}}\n",
+      s_.rt->index(), names[pressure_], resident_, memory_limit_, cache_bytes_, renders_.bytes()));
+}
+
 void reflector::on_snapshot_timer(void* ctx) {
   auto& self = *static_cast<reflector*>(ctx);
   if (self.stopping_) return;
@@ -1691,8 +1808,8 @@ void reflector::remember(const rt::article& a) {
   // Memory pressure (Cobra's order): beyond 3/4 of the budget new entries keep no HTML
   // body, only the core and the plain-text summary (feeds then serve that, marked), so
   // the cache holds more articles before it evicts any.
-  const bool tight = cache_bytes_ > cache_budget_bytes_ / 4 * 3;
-  m_.degraded->set(tight ? 1 : 0);
+  const bool tight = cache_bytes_ > cache_budget_bytes_ / 4 * 3 || pressure_ != pressure_normal;
+  m_.degraded->set(std::max<int64_t>(tight ? 1 : 0, pressure_));
   // Cut before sanitizing: the HTML5 parser closes whatever the cut leaves open.
   if (!tight) c.summary_html.assign(html.substr(0, summary_html_max_bytes));
   std::string text;
@@ -2861,6 +2978,7 @@ void add_routes(net::router& routes, const dataplane::config&) {
   api("POST", "/api/subscriptions", &reflector::create_subscription);
   api("POST", "/api/preview", &reflector::preview);
   api("POST", "/api/match-time", &reflector::match_time);
+  api("GET", "/api/memory", &reflector::memory_state);
   api("GET", "/api/subscriptions", &reflector::list_subscriptions);
   api("POST", "/api/subscriptions:bulk", &reflector::bulk);
   api("GET", "/api/subscriptions/{id}", &reflector::get_subscription);

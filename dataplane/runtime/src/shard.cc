@@ -136,7 +136,8 @@ bool shard::inbound_pending() {
   for (uint32_t j = 0; j < mesh_.size(); ++j) {
     if (j != index_ && mesh_.control(j, index_).has_published()) return true;
   }
-  return mesh_.events(index_).has_published() || mesh_.articles(index_).has_published();
+  return mesh_.events(index_).has_published() ||
+         (!articles_paused_ && mesh_.articles(index_).has_published());
 }
 
 bool shard::turn() {
@@ -208,11 +209,13 @@ bool shard::turn() {
   // 3. Articles, in sequence order. The reference is dropped right after the listener.
   article_ring& ar = mesh_.articles(index_);
   occupancy_articles_->set(ar.occupancy());
-  articles_in_->add(ar.consume(
-      [&](article_ref& a) {
-        if (listener_ != nullptr) listener_->on_article(*this, a);
-      },
-      batch));
+  if (!articles_paused_) {
+    articles_in_->add(ar.consume(
+        [&](article_ref& a) {
+          if (listener_ != nullptr) listener_->on_article(*this, a);
+        },
+        batch));
+  }
   occupancy_control_->set(occ_control);
   int64_t out = 0;
   for (uint32_t v : outstanding_) out += v;

@@ -68,9 +68,13 @@ struct reflector_config {
   uint32_t k = 10;
   uint32_t backfill_window_s = 86'400;  // a new subscription is matched against this past
   uint32_t article_cache_mb = 64;       // per shard: what feeds render, by sequence
-  uint32_t render_cache_mb = 128;       // per shard: feeds rendered since their last change
-  uint32_t max_subscriptions = 100;     // per account (the admin bulk route has no limit)
-  uint32_t snapshot_interval_s = 30;    // lists snapshotted at most this far apart (0: never)
+  // The process's resident memory: above 90% the shards drop cached bodies and rendered
+  // feeds and keep no body of new matches; above it they pause the article stream until
+  // it falls below 90% again (DESIGN.md 9). 0: no limit.
+  uint32_t memory_limit_mb = 0;
+  uint32_t render_cache_mb = 128;     // per shard: feeds rendered since their last change
+  uint32_t max_subscriptions = 100;   // per account (the admin bulk route has no limit)
+  uint32_t snapshot_interval_s = 30;  // lists snapshotted at most this far apart (0: never)
 };
 
 struct api_config {

@@ -19,6 +19,9 @@
 //   POST   /api/preview                  Bearer SECRET; {"query", "k"?} -> recent matches
 //   POST   /api/match-time               admin token; {"title"?, "text"?, "repeat"?} -> each
 //                                        shard's subscriptions and median match time
+//   GET    /api/memory                   admin token; this shard's memory state (normal,
+//                                        tight or paused under reflector.memory_limit_mb),
+//                                        the process's resident bytes and the caches' bytes
 //   GET    /f/{token}  /f/{token}.atom  /f/{token}.json   RSS 2.0, Atom 1.0, JSON Feed 1.1
 //                                        rendered once per change, kept between polls
 //                                        within reflector.render_cache_mb (render_cache.h)

@@ -47,6 +47,14 @@ class render_cache {
     evict(key);
   }
 
+  // Drops every feed (memory pressure): each renders again at its next poll.
+  void clear() {
+    evictions_ += map_.size();
+    map_.clear();
+    ring_.clear();
+    hand_ = bytes_ = 0;
+  }
+
   size_t bytes() const { return bytes_; }
   size_t size() const { return map_.size(); }
   uint64_t evictions() const { return evictions_; }

@@ -155,6 +155,12 @@ class shard {
   bool can_write();
   bool store_streamed() const { return streamed_; }
 
+  // Memory pressure (the reflector's, DESIGN.md 9): while paused the shard leaves sequenced
+  // articles on its ring. The store waits for room, the crawlers' writes wait behind it:
+  // backpressure, and nothing is dropped. Owner thread only.
+  void pause_articles(bool paused) { articles_paused_ = paused; }
+  bool articles_paused() const { return articles_paused_; }
+
   void set_listener(shard_listener* l) { listener_ = l; }
   // An opaque pointer for the application (dataplane's per-shard context); tasks reach
   // the target shard's state through it.
@@ -181,6 +187,7 @@ class shard {
   std::vector<uint8_t> dirty_;               // control rings staged into this turn
   bool writes_dirty_ = false;
   bool streamed_ = false;
+  bool articles_paused_ = false;
 
   // Metrics (owner thread).
   counter* turns_;
