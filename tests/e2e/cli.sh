@@ -6,10 +6,15 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-"$bin" --help | grep -q config || fail "--help does not list config"
-"$bin" config | grep -Eq "^listen = ['\"]127.0.0.1:8080" || fail "config defaults"
+# Outputs are captured before grep: `grep -q` stops reading at its match, and a writer
+# with more to say then dies of SIGPIPE, which pipefail reports as a failure.
+help=$("$bin" --help)
+grep -q config <<<"$help" || fail "--help does not list config"
+defaults=$("$bin" config)
+grep -Eq "^listen = ['\"]127.0.0.1:8080" <<<"$defaults" || fail "config defaults"
 printf '[server]\nlisten = "127.0.0.1:9"\n' >"$tmp/ok.toml"
-"$bin" config --config "$tmp/ok.toml" | grep -Eq "^listen = ['\"]127.0.0.1:9" || fail "config file value"
+from_file=$("$bin" config --config "$tmp/ok.toml")
+grep -Eq "^listen = ['\"]127.0.0.1:9" <<<"$from_file" || fail "config file value"
 printf '[server]\nlisen = "x"\n' >"$tmp/bad.toml"
 if "$bin" config --config "$tmp/bad.toml" 2>"$tmp/err"; then fail "unknown key accepted"; fi
 grep -q "unknown key 'server.lisen'" "$tmp/err" || fail "unknown key not named: $(cat "$tmp/err")"
@@ -58,6 +63,6 @@ for line in bad:
     print("README:", line)
 sys.exit(1 if bad else 0)
 PY
-"$bin" --help | grep -qi "serves each subscription's matches as a private feed" || fail "--help does not say what serve does (private feeds)"
+grep -qi "serves each subscription's matches as a private feed" <<<"$help" || fail "--help does not say what serve does (private feeds)"
 if "$bin" nosuchcommand 2>/dev/null; then fail "unknown subcommand accepted"; fi
 echo "cli ok"

@@ -19,7 +19,7 @@ cleanup() {
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; [ -f "$tmp/err" ] && tail -5 "$tmp/err" >&2; exit 1; }
 
-"$bin" farm --help | grep -q -- --start-paused || fail "feedplane farm --help is not the farm's"
+grep -q -- --start-paused <<<"$("$bin" farm --help)" || fail "feedplane farm --help is not the farm's"
 
 : >"$tmp/out" # exists before the farm's shell opens it, for the wait below
 "$bin" farm --feeds 400 --seed 3 --listen 127.0.0.1:0 --start-paused --speed 20000 \

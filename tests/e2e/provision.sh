@@ -10,8 +10,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-"$bin" --help | grep -q provision || fail "--help does not list provision"
-"$bin" provision --help | grep -q -- "--workload" || fail "provision --help"
+grep -q provision <<<"$("$bin" --help)" || fail "--help does not list provision"
+grep -q -- "--workload" <<<"$("$bin" provision --help)" || fail "provision --help"
 
 nodes=$m/nodes/emulab-1x-100mbps-1024mb.toml
 # Figure 11: crawlers/filters/reflectors from the greedy loop (row 2 differs: see
