@@ -15,13 +15,13 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "../bench/proc_stats.h"
 #include "feedplane/dataplane/component.h"
 #include "feedplane/dataplane/config.h"
 #include "feedplane/net/http_server.h"
@@ -502,12 +502,8 @@ TEST(reflector_live, match_time_probes_every_shard) {
 
 namespace {
 
-uint64_t resident_bytes() {
-  std::ifstream f("/proc/self/statm");
-  uint64_t size = 0, pages = 0;
-  f >> size >> pages;
-  return pages * uint64_t(sysconf(_SC_PAGESIZE));
-}
+// The one reader of a process's resident memory (bench/proc_stats.h).
+uint64_t resident_bytes() { return uint64_t(feedplane::bench::rss_bytes(getpid())); }
 
 // GET /api/memory until every one of `shards` has answered `state` (connections land on
 // either shard; each answers for itself).

@@ -620,6 +620,7 @@ class reflector final : public dataplane::component {
   static void on_memory_timer(void* ctx);
   void check_memory();
   void shed_memory();
+  bool degraded();
   uint64_t memory_limit_ = 0;  // bytes; 0: none
   uint64_t resident_ = 0;      // at the last check
   uint8_t pressure_ = pressure_normal;
@@ -1579,8 +1580,15 @@ void reflector::check_memory() {
                shard, resident_ >> 20);
   }
   pressure_ = want;
-  const bool cache_tight = cache_bytes_ > cache_budget_bytes_ / 4 * 3;
-  m_.degraded->set(std::max<int64_t>(cache_tight ? 1 : 0, pressure_));
+  degraded();
+}
+
+// True while new entries keep no HTML body (the article cache near its budget, or memory
+// pressure); sets the gauge: 0, 1, or 2 while the article stream is paused.
+bool reflector::degraded() {
+  const bool tight = cache_bytes_ > cache_budget_bytes_ / 4 * 3 || pressure_ != pressure_normal;
+  m_.degraded->set(std::max<int64_t>(tight ? 1 : 0, pressure_));
+  return tight;
 }
 
 // Bodies first (Cobra's order): the cached articles' HTML goes (feeds then serve the
@@ -1808,8 +1816,7 @@ void reflector::remember(const rt::article& a) {
   // Memory pressure (Cobra's order): beyond 3/4 of the budget new entries keep no HTML
   // body, only the core and the plain-text summary (feeds then serve that, marked), so
   // the cache holds more articles before it evicts any.
-  const bool tight = cache_bytes_ > cache_budget_bytes_ / 4 * 3 || pressure_ != pressure_normal;
-  m_.degraded->set(std::max<int64_t>(tight ? 1 : 0, pressure_));
+  const bool tight = degraded();
   // Cut before sanitizing: the HTML5 parser closes whatever the cut leaves open.
   if (!tight) c.summary_html.assign(html.substr(0, summary_html_max_bytes));
   std::string text;
