@@ -783,7 +783,14 @@ void crawler::on_streamed(rt::shard&) {
   for (auto& [sid, s] : sources_) {
     if (!s.durable) continue;
     if ((s.rec.flags & crawl_gone) != 0) continue;
-    if (s.fetched) {
+    if (s.fetched && s.rec.next_reason == uint8_t(reason::retry_after) &&
+        s.rec.next_fetch_ms > now) {
+      // A host's Retry-After pauses its whole domain, also across a restart: the pause is
+      // kept only in the records of the sources that were answered 429 or 503.
+      domain_state& d = domains_[uint32_t(sid >> 32)];
+      d.paused_until_ms = std::max(d.paused_until_ms, s.rec.next_fetch_ms);
+      schedule(s, s.rec.next_fetch_ms, reason::retry_after);
+    } else if (s.fetched) {
       schedule(s, std::max(now, s.rec.next_fetch_ms), reason::restart);
     } else {
       schedule(s, now, reason::new_source);
@@ -970,6 +977,7 @@ void crawler::fetched(uint64_t fetch_id, net::fetch_result& r) {
   c.last_bytes = uint32_t(std::min<uint64_t>(r.wire_bytes, UINT32_MAX));
   c.last_new = 0;
   ++c.fetches;
+  const uint8_t observed_before = c.moved_count;
   note_redirects(*s, r);
   if (r.error != net::fetch_error::ok) {
     fail(*s, net::fetch_error_name(r.error), now);
@@ -980,8 +988,9 @@ void crawler::fetched(uint64_t fetch_id, net::fetch_result& r) {
     const uint32_t before = c.interval_s;
     c.interval_s = adapt_interval(c.interval_s, 0, 0, bounds_);
     schedule_after_success(*s, r, now);
-    // Nothing new to keep: persist only when the schedule moved (a restart then resumes it).
-    if (c.interval_s != before || s->moved) commit(*s, {});
+    // Nothing new to keep: persist only when the schedule or a redirect's observations
+    // moved (a restart then resumes them: a 301 is adopted after 3, not 3 since the start).
+    if (c.interval_s != before || s->moved || c.moved_count != observed_before) commit(*s, {});
   } else if (r.status == 410) {
     c.flags |= crawl_gone;
     c.consecutive_errors = 0;
