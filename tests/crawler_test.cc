@@ -113,6 +113,27 @@ TEST(Schedule, ErrorBackoffGrowsToTheCeiling) {
   EXPECT_EQ(error_backoff(1000, b), 86'400u);
 }
 
+// An error's retry is bounded by the feed's hints as a success is; the ceiling still caps.
+TEST(Schedule, HintsBoundTheErrorBackoff) {
+  const interval_bounds b{300, 86'400};
+  constexpr int64_t now = int64_t{1'704'326'400} * 1000 + 10 * 3'600'000;  // Thu 10:00 UTC
+  feed_hint_rule rule{};
+  EXPECT_EQ(error_retry_ms({}, 1, now, b, &rule), now + 300'000);
+  EXPECT_EQ(rule, feed_hint_rule::none);
+  EXPECT_EQ(error_retry_ms({.ttl_s = 3600}, 1, now, b, &rule), now + 3'600'000);
+  EXPECT_EQ(rule, feed_hint_rule::ttl);
+  // A back-off already past the ttl stays.
+  EXPECT_EQ(error_retry_ms({.ttl_s = 3600}, 5, now, b, &rule), now + 4'800'000);
+  EXPECT_EQ(rule, feed_hint_rule::none);
+  // Skipped hours 10 and 11: the retry waits for 12:00.
+  EXPECT_EQ(error_retry_ms({.skip_hours = (1u << 10) | (1u << 11)}, 1, now, b, &rule),
+            now + 2 * 3'600'000);
+  EXPECT_EQ(rule, feed_hint_rule::skip);
+  // Under a 10-minute ceiling a day's ttl waits 10 minutes.
+  EXPECT_EQ(error_retry_ms({.ttl_s = 86'400}, 1, now, {300, 600}, &rule), now + 600'000);
+  EXPECT_EQ(rule, feed_hint_rule::ttl);
+}
+
 TEST(Placement, PolitenessKeyIsTheRegistrableDomain) {
   EXPECT_EQ(politeness_key("www.example.com"), "example.com");
   EXPECT_EQ(politeness_key("a.b.example.com"), "example.com");

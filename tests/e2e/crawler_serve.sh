@@ -243,6 +243,20 @@ assert r["next_fetch"]["time_ms"] - r["last_fetch"]["time_ms"] <= 2500, r
 }
 for _ in $(seq 100); do hints_ok && break; sleep 0.1; done
 hints_ok || fail "feed hints: $(status "$hinted")"
+# An error does not make a hinted feed come sooner: its hints bound the back-off too (here
+# its update period, capped by the 2 s ceiling, at the first error, whose back-off is 1 s).
+mv "$tmp/hinted/feed.xml" "$tmp/hinted/feed.away"
+backoff_hinted() {
+  status "$hinted" | python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+assert r["consecutive_errors"] >= 1 and r["last_error"] == "http_404", r
+assert r["next_fetch"]["reason"].startswith("the feed'"'"'s "), r
+' 2>/dev/null
+}
+for _ in $(seq 100); do backoff_hinted && break; sleep 0.1; done
+backoff_hinted || fail "an error on a hinted feed: $(status "$hinted")"
+mv "$tmp/hinted/feed.away" "$tmp/hinted/feed.xml"
 for _ in $(seq 150); do
   status "$moved" | grep -q "\"url\": \"http://moved.example:$nport/rss\"" && break
   sleep 0.1

@@ -93,6 +93,12 @@ constexpr const char* k_reason_text[] = {
 };
 static_assert(std::size(k_reason_text) == size_t(reason::feed_skip) + 1);
 
+reason hint_reason(feed_hint_rule r) {
+  return r == feed_hint_rule::ttl             ? reason::feed_ttl
+         : r == feed_hint_rule::update_period ? reason::feed_update_period
+                                              : reason::feed_skip;
+}
+
 int64_t wall_ms() {
   timespec ts{};
   clock_gettime(CLOCK_REALTIME, &ts);
@@ -1031,11 +1037,16 @@ void crawler::fail(source& s, std::string_view error_name, int64_t now, int64_t 
   s.text.set(source_text::last_error, error_name);
   c.last_outcome = uint8_t(outcome::error);
   count(outcome::error);
-  const int64_t at = now + int64_t(error_backoff(c.consecutive_errors, bounds_)) * 1000;
-  if (not_before_ms > at) {
-    schedule(s, not_before_ms, reason::retry_after);
+  // The feed's own hints (its last parsed document's ttl, update period, skipped hours)
+  // bound a retry as they bound a success: an error never makes us fetch sooner.
+  feed_hint_rule rule = feed_hint_rule::none;
+  const int64_t at = error_retry_ms(c.hints.get(), c.consecutive_errors, now, bounds_, &rule);
+  if (not_before_ms > 0) {
+    // Named retry_after even when a hint placed it later: a restart restores the domain's
+    // pause from the sources with that reason (on_streamed).
+    schedule(s, std::max(at, not_before_ms), reason::retry_after);
   } else {
-    schedule(s, at, reason::error_backoff);
+    schedule(s, at, rule == feed_hint_rule::none ? reason::error_backoff : hint_reason(rule));
   }
   commit(s, {});
 }
@@ -1087,9 +1098,7 @@ void crawler::schedule_after_success(source& s, const net::fetch_result& r, int6
   // keeps them): the same ceiling bounds them.
   feed_hint_rule rule = feed_hint_rule::none;
   at = bound_by_feed_hints(s.rec.hints.get(), now, at, bounds_.ceiling_s, &rule);
-  if (rule == feed_hint_rule::ttl) why = reason::feed_ttl;
-  if (rule == feed_hint_rule::update_period) why = reason::feed_update_period;
-  if (rule == feed_hint_rule::skip) why = reason::feed_skip;
+  if (rule != feed_hint_rule::none) why = hint_reason(rule);
   schedule(s, at, why);
 }
 

@@ -122,4 +122,10 @@ int64_t bound_by_feed_hints(const feed::fetch_hints& h, int64_t fetched_ms, int6
   return t;
 }
 
+int64_t error_retry_ms(const feed::fetch_hints& h, uint32_t consecutive_errors, int64_t now_ms,
+                       const interval_bounds& b, feed_hint_rule* rule) {
+  const int64_t at = now_ms + int64_t(error_backoff(consecutive_errors, b)) * 1000;
+  return bound_by_feed_hints(h, now_ms, at, b.ceiling_s, rule);
+}
+
 }  // namespace feedplane::crawler

@@ -54,4 +54,10 @@ enum class feed_hint_rule : uint8_t { none, ttl, update_period, skip };
 int64_t bound_by_feed_hints(const feed::fetch_hints& h, int64_t fetched_ms, int64_t at_ms,
                             uint32_t ceiling_s, feed_hint_rule* rule);
 
+// When to retry a feed after its n-th consecutive error at now_ms: the error back-off, then
+// bounded by the feed's own hints as a success is (an error never brings a fetch sooner
+// than the publisher allows); *rule as bound_by_feed_hints.
+int64_t error_retry_ms(const feed::fetch_hints& h, uint32_t consecutive_errors, int64_t now_ms,
+                       const interval_bounds& b, feed_hint_rule* rule);
+
 }  // namespace feedplane::crawler
