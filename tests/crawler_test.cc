@@ -116,7 +116,7 @@ TEST(Schedule, ErrorBackoffGrowsToTheCeiling) {
 // An error's retry is bounded by the feed's hints as a success is; the ceiling still caps.
 TEST(Schedule, HintsBoundTheErrorBackoff) {
   const interval_bounds b{300, 86'400};
-  constexpr int64_t now = int64_t{1'704'326'400} * 1000 + 10 * 3'600'000;  // Thu 10:00 UTC
+  constexpr int64_t now = int64_t{1'704'326'400} * 1000 + int64_t{10} * 3'600'000;  // Thu 10:00 UTC
   feed_hint_rule rule{};
   EXPECT_EQ(error_retry_ms({}, 1, now, b, &rule), now + 300'000);
   EXPECT_EQ(rule, feed_hint_rule::none);
@@ -127,7 +127,7 @@ TEST(Schedule, HintsBoundTheErrorBackoff) {
   EXPECT_EQ(rule, feed_hint_rule::none);
   // Skipped hours 10 and 11: the retry waits for 12:00.
   EXPECT_EQ(error_retry_ms({.skip_hours = (1u << 10) | (1u << 11)}, 1, now, b, &rule),
-            now + 2 * 3'600'000);
+            now + int64_t{2} * 3'600'000);
   EXPECT_EQ(rule, feed_hint_rule::skip);
   // Under a 10-minute ceiling a day's ttl waits 10 minutes.
   EXPECT_EQ(error_retry_ms({.ttl_s = 86'400}, 1, now, {300, 600}, &rule), now + 600'000);
