@@ -134,6 +134,53 @@ TEST(Schedule, HintsBoundTheErrorBackoff) {
   EXPECT_EQ(rule, feed_hint_rule::ttl);
 }
 
+// The spread: within 10% either way and the bounds, deterministic, and it dissolves a wave.
+TEST(Schedule, SpreadIntervalStaysNearAndDissolvesWaves) {
+  const interval_bounds b{300, 86'400};
+  int64_t lo = INT64_MAX, hi = 0;
+  for (uint64_t id = 1; id <= 10'000; ++id) {
+    const int64_t v = spread_interval_ms(3600, id, 7, false, b);
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+    ASSERT_EQ(v, spread_interval_ms(3600, id, 7, false, b));
+  }
+  EXPECT_GE(lo, 3'240'000);
+  EXPECT_LT(lo, 3'250'000);
+  EXPECT_LT(hi, 3'960'000);
+  EXPECT_GT(hi, 3'950'000);
+  // The bounds hold: at the floor and the ceiling only one side spreads.
+  for (uint64_t id = 1; id <= 1000; ++id) {
+    EXPECT_GE(spread_interval_ms(300, id, 1, false, b), 300'000);
+    EXPECT_LE(spread_interval_ms(86'400, id, 1, false, b), 86'400'000);
+  }
+  // After a wave: 10-100% of the interval, within the bounds.
+  lo = INT64_MAX, hi = 0;
+  for (uint64_t id = 1; id <= 10'000; ++id) {
+    const int64_t v = spread_interval_ms(3600, id, 1, true, b);
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+  }
+  EXPECT_GE(lo, 360'000);
+  EXPECT_LT(lo, 361'000);
+  EXPECT_GT(hi, 3'590'000);
+  EXPECT_LT(hi, 3'600'000);
+  // 10,000 feeds fetched in the same second (an import), every 600 s: after their first
+  // spread and 10 rounds more their fetches fall evenly over the interval (each tenth of it
+  // holds 8-12% of them); unspread, all would stay in one tenth.
+  const interval_bounds fast{60, 86'400};
+  std::vector<int64_t> t(10'000, 0);
+  for (uint64_t round = 1; round <= 11; ++round) {
+    for (size_t i = 0; i < t.size(); ++i)
+      t[i] += spread_interval_ms(600, i + 1, round, round == 1, fast);
+  }
+  std::array<int, 10> tenth{};
+  for (int64_t v : t) ++tenth[size_t(v % 600'000 / 60'000)];
+  for (int n : tenth) {
+    EXPECT_GT(n, 800);
+    EXPECT_LT(n, 1200);
+  }
+}
+
 TEST(Placement, PolitenessKeyIsTheRegistrableDomain) {
   EXPECT_EQ(politeness_key("www.example.com"), "example.com");
   EXPECT_EQ(politeness_key("a.b.example.com"), "example.com");

@@ -797,6 +797,7 @@ void crawler::on_streamed(rt::shard&) {
       d.paused_until_ms = std::max(d.paused_until_ms, s.rec.next_fetch_ms);
       schedule(s, s.rec.next_fetch_ms, reason::retry_after);
     } else if (s.fetched) {
+      s.wave = s.rec.next_fetch_ms <= now;  // every overdue source is due now: one wave
       schedule(s, std::max(now, s.rec.next_fetch_ms), reason::restart);
     } else {
       schedule(s, now, reason::new_source);
@@ -1076,7 +1077,10 @@ void crawler::release_domain(uint64_t sid) {
 }
 
 void crawler::schedule_after_success(source& s, const net::fetch_result& r, int64_t now) {
-  int64_t at = now + int64_t(s.rec.interval_s) * 1000;
+  // A first fetch (an import's) or one overdue at a restart came in a wave: spread the next.
+  const bool wave = s.rec.fetches == 1 || s.wave;
+  s.wave = false;
+  int64_t at = now + spread_interval_ms(s.rec.interval_s, s.id, s.rec.fetches, wave, bounds_);
   reason why = reason::adaptive;
   const int64_t now_s = now / 1000;
   if (budgeted(s, now_s)) {

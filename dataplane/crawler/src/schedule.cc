@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <charconv>
 
+#include <xxhash.h>
+
 #include "feedplane/base/ascii.h"
 #include "feedplane/net/http_request.h"
 
@@ -120,6 +122,16 @@ int64_t bound_by_feed_hints(const feed::fetch_hints& h, int64_t fetched_ms, int6
   t = std::min(t, cap);
   if (t == at_ms) *rule = feed_hint_rule::none;  // the ceiling left it where it was
   return t;
+}
+
+int64_t spread_interval_ms(uint32_t interval_s, uint64_t source_id, uint64_t fetches, bool wave,
+                           const interval_bounds& b) {
+  const uint64_t h = XXH3_64bits_withSeed(&source_id, sizeof source_id, fetches);
+  const double u = double(h >> 11) * 0x1p-53;  // [0, 1)
+  const double f = wave ? 0.1 + 0.9 * u : 0.9 + 0.2 * u;
+  const double lo = 1000.0 * std::max<uint32_t>(1, b.floor_s);
+  const double hi = 1000.0 * std::max(b.floor_s, b.ceiling_s);
+  return int64_t(std::clamp(1000.0 * interval_s * f, lo, hi));
 }
 
 int64_t error_retry_ms(const feed::fetch_hints& h, uint32_t consecutive_errors, int64_t now_ms,

@@ -27,6 +27,15 @@ uint32_t initial_interval(const interval_bounds& b);
 uint32_t adapt_interval(uint32_t current_s, uint32_t fresh, uint32_t total,
                         const interval_bounds& b);
 
+// The adaptive interval as scheduled, by a hash of the source and its fetch count. Sources
+// fetched together (an import, a restart after downtime: `wave`) would come due together
+// at every interval for ever: waves of thousands of fetches, then none. So after such a
+// fetch the next comes anywhere in 10-100% of the interval (the phases spread at once, for
+// one earlier fetch), and otherwise within 10% either way (phases keep drifting apart, at
+// no cost on average); always within the bounds.
+int64_t spread_interval_ms(uint32_t interval_s, uint64_t source_id, uint64_t fetches, bool wave,
+                           const interval_bounds& b);
+
 // The delay before retrying a feed after its n-th consecutive error (n >= 1): the floor
 // doubled per error, at most the ceiling (and never shorter than the floor).
 uint32_t error_backoff(uint32_t consecutive_errors, const interval_bounds& b);

@@ -63,6 +63,7 @@ struct source {
   bool fetched : 1 = false;  // it has a crawl record: not its first fetch
   bool slot : 1 = false;     // a start slot under its domain's rate cap is reserved for it
   bool moved : 1 = false;    // url changed (a permanent redirect adopted): rewrite its record
+  bool wave : 1 = false;     // fetched overdue at a restart: spread its next fetch (schedule.h)
 
   std::string_view url() const { return text.get(source_text::url); }
   std::string_view title() const { return text.get(source_text::title); }
