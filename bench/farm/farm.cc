@@ -29,7 +29,8 @@ enum salt : uint64_t {
   salt_params = 2,
   salt_post = 3,
   salt_entry = 4,
-  salt_https = 5
+  salt_https = 5,
+  salt_change = 6
 };
 
 // One 64-bit seed from several numbers (splitmix64's finaliser on each step); workload::rng
@@ -200,7 +201,7 @@ std::string_view file_extension(feed_format f) {
 }
 
 farm::farm(const options& opt, const workload::vocabulary& vocab, double now)
-    : opt_(opt), vocab_(vocab), gen_(vocab) {
+    : opt_(opt), vocab_(vocab), gen_(vocab), change_rng_(mix(opt.seed, 0, salt_change)) {
   if (vocab.words.size() < 100) throw std::runtime_error("farm: the vocabulary is missing or tiny");
   // E[bytes per word] of generator::text: Zipf(1) over all ranks of (length + a space),
   // plus 2/16 for its '.' or ','.
@@ -571,20 +572,33 @@ size_t farm::publish_due(double now, const std::function<void(const entry&)>& on
   while (!queue_.empty() && queue_.top().first <= sim_now) {
     const auto [sim, id] = queue_.top();
     queue_.pop();
-    feed_state& s = state_[id];
-    const uint64_t seq = s.next_seq++;
-    time_slot(id, seq) = now;
-    if (feeds_[id].misbehaves != misbehaviour::frozen_last_modified) {
-      s.last_modified = std::max(s.last_modified + 1, static_cast<int64_t>(std::floor(now)));
-    }
-    entry e = make_entry(id, seq);
-    e.sim_time = sim;
-    ++published_;
+    const entry e = publish_one(id, now, sim);
     ++n;
     on_entry(e);
     queue_.emplace(draw_next(id, sim), id);
   }
   return n;
+}
+
+entry farm::publish_one(uint32_t id, double now, double sim) {
+  feed_state& s = state_[id];
+  const uint64_t seq = s.next_seq++;
+  time_slot(id, seq) = now;
+  if (feeds_[id].misbehaves != misbehaviour::frozen_last_modified) {
+    s.last_modified = std::max(s.last_modified + 1, static_cast<int64_t>(std::floor(now)));
+  }
+  entry e = make_entry(id, seq);
+  e.sim_time = sim;
+  ++published_;
+  return e;
+}
+
+bool farm::change_on_request(uint32_t id, double now,
+                             const std::function<void(const entry&)>& on_entry) {
+  if (opt_.change_share <= 0 || change_rng_.uniform() >= opt_.change_share) return false;
+  ++changed_;
+  on_entry(publish_one(id, now, sim_time(now)));
+  return true;
 }
 
 // ---- truth log ----
