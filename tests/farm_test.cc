@@ -274,10 +274,29 @@ TEST(Farm, ChangeShareOfRequests) {
   EXPECT_EQ(a.changed(), entries);
   EXPECT_EQ(a.published(), entries);
   EXPECT_NEAR(static_cast<double>(entries) / 20'000, 0.25, 0.02);
-  // The newest entry is in the document.
-  std::string doc;
-  a.render(7, doc);
-  EXPECT_NE(doc.find(a.make_entry(7, a.next_seq(7) - 1).guid), std::string::npos);
+  // Documents come from kept entry elements under change_share: the same bytes as a farm
+  // that keeps none renders from the same state, and after changes every entry in place,
+  // newest first.
+  fm::options plain = opts(500);
+  fm::farm unchanged(plain, vocabulary::english(), now), kept(o, vocabulary::english(), now);
+  std::string doc, want;
+  for (uint32_t id = 0; id < 500; ++id) {
+    unchanged.render(id, want);
+    kept.render(id, doc);
+    ASSERT_EQ(doc, want) << id;
+    kept.render(id, doc);  // now from the kept elements
+    ASSERT_EQ(doc, want) << id;
+  }
+  for (uint32_t id = 0; id < 500; ++id) {
+    a.render(id, doc);
+    size_t at = 0;
+    for (uint64_t seq = a.next_seq(id); seq-- > a.first_seq(id);) {
+      const fm::entry e = a.make_entry(id, seq);
+      at = doc.find(e.guid, at);
+      ASSERT_NE(at, std::string::npos) << id << " " << seq;
+      ASSERT_NE(doc.find(e.text, at), std::string::npos) << id << " " << seq;
+    }
+  }
 
   // 0 never changes a feed; 1 always does.
   o.change_share = 0;

@@ -234,6 +234,10 @@ class farm {
   }
   // Appends the next entry to feed id, visible from real time `now`; returns it.
   entry publish_one(uint32_t id, double now, double sim);
+  // Appends entry seq's element (RSS item, Atom entry, JSON Feed item without the comma
+  // before it) to out; append_entry takes it from fragments_ when they are kept.
+  void render_entry(uint32_t id, uint64_t seq, std::string& out) const;
+  void append_entry(uint32_t id, uint64_t seq, std::string& out) const;
 
   options opt_;
   const workload::vocabulary& vocab_;
@@ -244,6 +248,12 @@ class farm {
   std::vector<feed_state> state_;
   std::vector<workload::rng> post_rng_;  // one posting process per feed
   std::vector<double> times_;            // publish times, `keep` slots per feed
+  // With change_share (most requests then render a document that changed by one entry):
+  // each entry's rendered element in its slot of times_, so a render generates only the
+  // entries it has not rendered before. fragment_seq_[slot] = seq + 1 of the element held
+  // there (0: none). Caches inside const render(): the farm is used by one thread.
+  mutable std::vector<std::string> fragments_;
+  mutable std::vector<uint64_t> fragment_seq_;
   std::vector<std::string> hosts_;
   std::vector<misbehaviour> host_kind_;  // beside hosts_
   uint64_t initial_entries_ = 0;
