@@ -13,7 +13,7 @@
 #     RUNS=5           runs of each, interleaved: feedplane, bare client, feedplane, ...
 #     WARMUP=3         seconds after the first full crawl before a run's window opens
 #     SUBS=1000        subscriptions (bulk API; 1-3 words of ranks 30-5000, as scripts/demo)
-#     MAX_IN_FLIGHT=256  fetches in flight ([crawler] max_in_flight; the peer's cap)
+#     MAX_IN_FLIGHT=1024 fetches in flight ([crawler] max_in_flight; the peer's cap)
 #     FEED_BYTES=8192  document size (--feed-bytes)
 #     ADDRESSES=16     loopback addresses the farm's hosts spread over (--addresses)
 #     FARM_CPUS, FP_CPUS  taskset lists (default: the farm on the last allowed CPU,
@@ -60,7 +60,7 @@ duration=${DURATION:-20}
 runs=${RUNS:-5}
 warmup=${WARMUP:-3}
 subs=${SUBS:-1000}
-in_flight=${MAX_IN_FLIGHT:-256}
+in_flight=${MAX_IN_FLIGHT:-1024}
 feed_bytes=${FEED_BYTES:-8192}
 addresses=${ADDRESSES:-16}
 [ -x "$bin" ] || { echo "no feedplane binary at $bin (scripts/build release)" >&2; exit 2; }
@@ -154,6 +154,10 @@ def feedplane_run(run, a, b, tsv):
     # The figures mean something only if the pipeline did its work: say so when not.
     if errors > 0.01 * fetches:
         print(f"      WARNING: {errors:.0f} of {fetches:.0f} fetches failed (serve.{run}.log, farm.log)")
+    cap = float(os.environ.get("IN_FLIGHT_CAP", "0"))
+    if cap > 0 and b["metrics"].get("feedplane_crawler_fetches_in_flight", 0) >= 0.9 * cap:
+        print(f"      WARNING: fetches in flight at the cap ({cap:.0f}) when the window closed: the "
+              f"cap, not the CPU, may bound the rate (MAX_IN_FLIGHT, or a busy machine)")
     if articles < 0.95 * changed or sequenced < 0.95 * articles:
         print(f"      WARNING: {changed:.0f} changed feeds, {articles:.0f} articles to the store, "
               f"{sequenced:.0f} sequenced: articles are not keeping up")
@@ -291,7 +295,7 @@ feedplane_run() {
   helper sample "$pid" "$farm_pid" "$base/metrics" "$tmp/fp.$run.a.json"
   sleep "$duration"
   helper sample "$pid" "$farm_pid" "$base/metrics" "$tmp/fp.$run.b.json"
-  helper feedplane-run "$run" "$tmp/fp.$run.a.json" "$tmp/fp.$run.b.json" "$tmp/runs.tsv"
+  IN_FLIGHT_CAP=$in_flight helper feedplane-run "$run" "$tmp/fp.$run.a.json" "$tmp/fp.$run.b.json" "$tmp/runs.tsv"
   kill "$pid"
   wait "$pid" || true
   pid=""
