@@ -15,6 +15,11 @@
 // CPU is this process's CPU time (CLOCK_PROCESS_CPUTIME_ID: user + system, io_uring task
 // work and any io-wq workers included); nginx and wrk are other processes. Every body is
 // checked (status and decoded length, and the full bytes once before timing).
+//
+// --crawl=OPML --resolve-file=PINS [--seconds=S] [--warmup-seconds=W] [--interval-ms=MS]
+// [--max-in-flight=N] [--per-host-connections=N]: no nginx, no Google Benchmark: the bare
+// client as the peer of the crawler throughput benchmark (bench/crawler_throughput.sh,
+// issue 10), crawling a farm the way feedplane's crawler does (crawl_peer below).
 #include <benchmark/benchmark.h>
 #include <curl/curl.h>
 #include <time.h>
@@ -22,9 +27,12 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "../tests/nginx_fixture.h"
 #include "feedplane/net/http_client.h"
@@ -428,6 +436,193 @@ bool fetch_etag() {
   return true;
 }
 
+// ---------------------------------------------------------------- crawl (a farm)
+
+// The peer of bench/crawler_throughput.sh: the bare client fetching every feed of a farm's
+// OPML (its host names pinned from the farm's --pins file) as feedplane serve's crawler
+// does with [crawler] min_interval_s = max_interval_s = 1: each feed again interval_ms
+// after its last fetch finished, conditionally (If-None-Match and If-Modified-Since from
+// its last 200), at most max_in_flight at once, with serve's shard loop and client options.
+// No parsing, no store, no politeness: what fetching alone costs. The crawl's first pass
+// (every feed fetched once) and warmup_s more are not counted; then `seconds` of fetches
+// and this process's CPU time (all threads) are, and one line is printed:
+//   crawl_peer feeds=N fetches=N changed=N not_modified=N other=N errors=N new_connections=N
+//              cpu_s=X wall_s=X
+// changed = 200s (the farm's --change-share gives every feed validators, so a 200 to a
+// conditional GET is a changed feed). Every answer is checked (a 200 with a body, a 304
+// without): a wrong one makes the exit status 1.
+struct crawl_options {
+  std::string opml, pins;
+  double seconds = 10;
+  double warmup_s = 2;
+  uint32_t interval_ms = 1000;
+  uint32_t max_in_flight = 256;
+  uint32_t per_host_connections = 2;
+};
+
+class crawl_peer {
+ public:
+  std::string init(const crawl_options& o) {
+    o_ = o;
+    std::string err;
+    std::ifstream in(o.opml);
+    if (!in) return "cannot read " + o.opml;
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const std::string opml = ss.str();
+    // The farm's OPML: one outline a line, xmlUrl="URL" (URLs with nothing to escape).
+    for (size_t at = opml.find("xmlUrl=\""); at != std::string::npos;
+         at = opml.find("xmlUrl=\"", at)) {
+      at += 8;
+      const size_t end = opml.find('"', at);
+      if (end == std::string::npos) break;
+      feeds_.push_back(std::make_unique<feed>());
+      feeds_.back()->owner = this;
+      feeds_.back()->index = static_cast<uint32_t>(feeds_.size() - 1);
+      feeds_.back()->url = opml.substr(at, end - at);
+    }
+    if (feeds_.empty()) return "no xmlUrl in " + o.opml;
+    feedplane::net::client_options co;
+    co.per_host_connections = o.per_host_connections;
+    co.user_agent = "feedplane/0.1 (+https://github.com/feedplane)";  // serve's default
+    std::ifstream pins(o.pins);
+    if (!pins) return "cannot read " + o.pins;
+    for (std::string line; std::getline(pins, line);) {
+      if (line.empty()) continue;
+      feedplane::net::resolve_pin p;
+      if (!feedplane::net::parse_resolve_pin(line, p, &err)) return o.pins + ": " + err;
+      co.pins.push_back(std::move(p));
+    }
+    feedplane::net::loop_options lo;  // as a shard of feedplane serve (cmd_serve.cc)
+    lo.ring_entries = 4096;
+    lo.buffer_count = 1024;
+    lo.buffer_size = 16384;
+    l_ = feedplane::net::loop::create(lo, &err);
+    if (!l_) return err;
+    client_ = feedplane::net::http_client::create(*l_, co, &err);
+    if (!client_) return err;
+    tick_.set([](void*) {}, nullptr);  // only wakes run_once; the loop below pumps
+    for (uint32_t i = 0; i < feeds_.size(); ++i) due_.emplace_back(0, i);
+    return "";
+  }
+
+  ~crawl_peer() {
+    if (client_) {
+      client_->shutdown();
+      while (!client_->quiescent()) l_->run_once(true);
+    }
+    if (l_) l_->disarm(tick_);
+  }
+
+  int run() {
+    const double t0 = wall_now();
+    double window_at = 0, c0 = 0, w0 = 0;
+    counts at_start;
+    uint64_t opened0 = 0;
+    for (;;) {
+      const double now = wall_now();
+      if (window_at == 0 && first_done_ == feeds_.size()) window_at = now + o_.warmup_s;
+      if (w0 == 0 && window_at != 0 && now >= window_at) {
+        c0 = cpu_now();
+        w0 = now;
+        at_start = n_;
+        opened0 = client_->stats().connections_opened;
+      }
+      if (w0 != 0 && now >= w0 + o_.seconds) break;
+      if (window_at == 0 && now - t0 > 600) {
+        std::fprintf(stderr, "crawl_peer: the first pass took over 10 minutes\n");
+        return 1;
+      }
+      pump();
+      l_->run_once(true);
+    }
+    const double cpu = cpu_now() - c0, wall = wall_now() - w0;
+    const counts d = n_ - at_start;
+    std::printf(
+        "crawl_peer feeds=%zu fetches=%llu changed=%llu not_modified=%llu other=%llu errors=%llu "
+        "new_connections=%llu cpu_s=%.3f wall_s=%.3f\n",
+        feeds_.size(), static_cast<unsigned long long>(d.fetches),
+        static_cast<unsigned long long>(d.changed), static_cast<unsigned long long>(d.not_modified),
+        static_cast<unsigned long long>(d.other), static_cast<unsigned long long>(d.errors),
+        static_cast<unsigned long long>(client_->stats().connections_opened - opened0), cpu, wall);
+    if (n_.bad != 0) {
+      std::fprintf(stderr,
+                   "crawl_peer: %llu wrong answers (a 200 without a body or a 304 with one)\n",
+                   static_cast<unsigned long long>(n_.bad));
+      return 1;
+    }
+    return 0;
+  }
+
+ private:
+  struct feed {
+    crawl_peer* owner = nullptr;
+    uint32_t index = 0;
+    std::string url, etag, last_modified;
+    bool fetched = false;
+  };
+  struct counts {
+    uint64_t fetches = 0, changed = 0, not_modified = 0, other = 0, errors = 0, bad = 0;
+    counts operator-(const counts& o) const {
+      return {fetches - o.fetches, changed - o.changed, not_modified - o.not_modified,
+              other - o.other,     errors - o.errors,   bad - o.bad};
+    }
+  };
+
+  // Starts every due fetch while under max_in_flight; arms the tick for the next due one.
+  void pump() {
+    const uint64_t now = l_->refresh_now();
+    while (in_flight_ < o_.max_in_flight && !due_.empty() && due_.front().first <= now) {
+      feed& f = *feeds_[due_.front().second];
+      due_.pop_front();
+      req_.url = f.url;
+      req_.if_none_match = f.etag;
+      req_.if_modified_since = f.last_modified;
+      ++in_flight_;
+      client_->fetch(req_, &crawl_peer::on_done, &f);
+    }
+    if (in_flight_ < o_.max_in_flight && !due_.empty() && !tick_.armed())
+      l_->arm(tick_, due_.front().first - now);
+  }
+
+  static void on_done(void* ctx, uint64_t, feedplane::net::fetch_result& r) {
+    feed& f = *static_cast<feed*>(ctx);
+    crawl_peer& p = *f.owner;
+    --p.in_flight_;
+    ++p.n_.fetches;
+    if (r.error != feedplane::net::fetch_error::ok) {
+      ++p.n_.errors;
+    } else if (r.status == 200) {
+      ++p.n_.changed;
+      if (r.body.empty()) ++p.n_.bad;
+      f.etag = std::move(r.etag);
+      f.last_modified = std::move(r.last_modified);
+    } else if (r.status == 304) {
+      ++p.n_.not_modified;
+      if (!r.body.empty()) ++p.n_.bad;
+    } else {
+      ++p.n_.other;
+    }
+    if (!f.fetched) {
+      f.fetched = true;
+      ++p.first_done_;
+    }
+    // Completion times only grow, so the queue stays in due order.
+    p.due_.emplace_back(p.l_->now_ms() + p.o_.interval_ms, f.index);
+  }
+
+  crawl_options o_;
+  std::unique_ptr<feedplane::net::loop> l_;
+  std::unique_ptr<feedplane::net::http_client> client_;
+  std::vector<std::unique_ptr<feed>> feeds_;
+  std::deque<std::pair<uint64_t, uint32_t>> due_;  // (loop ms, feed), earliest first
+  feedplane::net::fetch_request req_;
+  feedplane::net::timer tick_;
+  uint32_t in_flight_ = 0;
+  size_t first_done_ = 0;
+  counts n_;
+};
+
 }  // namespace
 
 // Every case's verification without timing: the full-bytes fetch in init(), then one batch
@@ -460,18 +655,51 @@ int verify_only() {
 int main(int argc, char** argv) {
   curl_global_init(CURL_GLOBAL_DEFAULT);
   bool verify = false;
+  crawl_options crawl;
   int kept = 1;
   for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a.rfind("--concurrency=", 0) == 0) {
-      k_concurrency = std::max(1, std::atoi(a.c_str() + 14));
+    const std::string a = argv[i];
+    // "--name=value": key "--name=", v the value.
+    const size_t eq = a.find('=');
+    const std::string key = eq == std::string::npos ? a : a.substr(0, eq + 1);
+    const char* v = eq == std::string::npos ? "" : a.c_str() + eq + 1;
+    if (key == "--concurrency=") {
+      k_concurrency = std::max(1, std::atoi(v));
     } else if (a == "--verify-only") {
       verify = true;
+    } else if (key == "--crawl=") {
+      crawl.opml = v;
+    } else if (key == "--resolve-file=") {
+      crawl.pins = v;
+    } else if (key == "--seconds=") {
+      crawl.seconds = std::atof(v);
+    } else if (key == "--warmup-seconds=") {
+      crawl.warmup_s = std::atof(v);
+    } else if (key == "--interval-ms=") {
+      crawl.interval_ms = static_cast<uint32_t>(std::max(0, std::atoi(v)));
+    } else if (key == "--max-in-flight=") {
+      crawl.max_in_flight = static_cast<uint32_t>(std::max(1, std::atoi(v)));
+    } else if (key == "--per-host-connections=") {
+      crawl.per_host_connections = static_cast<uint32_t>(std::max(1, std::atoi(v)));
     } else {
       argv[kept++] = argv[i];
     }
   }
   argc = kept;
+  if (!crawl.opml.empty()) {
+    // The crawler throughput benchmark's peer (crawl_peer): no nginx, no Google Benchmark.
+    int rc = 1;
+    {
+      crawl_peer peer;
+      if (const std::string e = peer.init(crawl); !e.empty()) {
+        std::fprintf(stderr, "http_client_bench --crawl: %s\n", e.c_str());
+      } else {
+        rc = peer.run();
+      }
+    }
+    curl_global_cleanup();
+    return rc;
+  }
   benchmark::Initialize(&argc, argv);
   std::string err;
   if (!start_env(&err) || !fetch_etag()) {

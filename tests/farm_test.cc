@@ -245,6 +245,70 @@ TEST(Farm, PostsChangeValidatorsAndDocument) {
   }
 }
 
+// --change-share (the crawler throughput benchmark): a request changes its feed with the
+// set probability, deterministically from the seed, publishing one new entry now.
+TEST(Farm, ChangeShareOfRequests) {
+  fm::options o = opts(500);
+  o.change_share = 0.25;
+  fm::farm a(o, vocabulary::english(), now), b(o, vocabulary::english(), now);
+  std::vector<bool> got_a, got_b;
+  uint64_t entries = 0;
+  for (int k = 0; k < 20'000; ++k) {
+    const auto id = static_cast<uint32_t>(k % 500);
+    const std::string tag = a.etag(id);
+    const uint64_t next = a.next_seq(id);
+    const bool changed = a.change_on_request(id, now + k, [&](const fm::entry& e) {
+      ++entries;
+      EXPECT_EQ(e.feed, id);
+      EXPECT_EQ(e.seq, next);
+      EXPECT_DOUBLE_EQ(e.published, now + k);
+    });
+    got_a.push_back(changed);
+    got_b.push_back(b.change_on_request(id, now + k, [](const fm::entry&) {}));
+    EXPECT_EQ(a.next_seq(id), next + (changed ? 1 : 0));
+    if (changed && a.info(id).valid == fm::validators::etag_and_last_modified) {
+      EXPECT_NE(a.etag(id), tag);
+    }
+  }
+  EXPECT_EQ(got_a, got_b);  // the same seed, the same draws
+  EXPECT_EQ(a.changed(), entries);
+  EXPECT_EQ(a.published(), entries);
+  EXPECT_NEAR(static_cast<double>(entries) / 20'000, 0.25, 0.02);
+  // Documents come from kept entry elements under change_share: the same bytes as a farm
+  // that keeps none renders from the same state, and after changes every entry in place,
+  // newest first.
+  fm::options plain = opts(500);
+  fm::farm unchanged(plain, vocabulary::english(), now), kept(o, vocabulary::english(), now);
+  std::string doc, want;
+  for (uint32_t id = 0; id < 500; ++id) {
+    unchanged.render(id, want);
+    kept.render(id, doc);
+    ASSERT_EQ(doc, want) << id;
+    kept.render(id, doc);  // now from the kept elements
+    ASSERT_EQ(doc, want) << id;
+  }
+  for (uint32_t id = 0; id < 500; ++id) {
+    a.render(id, doc);
+    size_t at = 0;
+    for (uint64_t seq = a.next_seq(id); seq-- > a.first_seq(id);) {
+      const fm::entry e = a.make_entry(id, seq);
+      at = doc.find(e.guid, at);
+      ASSERT_NE(at, std::string::npos) << id << " " << seq;
+      ASSERT_NE(doc.find(e.text, at), std::string::npos) << id << " " << seq;
+    }
+  }
+
+  // 0 never changes a feed; 1 always does.
+  o.change_share = 0;
+  fm::farm never(o, vocabulary::english(), now);
+  o.change_share = 1;
+  fm::farm always(o, vocabulary::english(), now);
+  for (uint32_t id = 0; id < 100; ++id) {
+    EXPECT_FALSE(never.change_on_request(id, now, [](const fm::entry&) {}));
+    EXPECT_TRUE(always.change_on_request(id, now, [](const fm::entry&) {}));
+  }
+}
+
 TEST(Farm, FindsFeedsByHostAndPath) {
   fm::farm f(opts(1'000), vocabulary::english(), now);
   for (uint32_t i = 0; i < f.size(); i += 37) {

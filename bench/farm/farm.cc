@@ -29,7 +29,8 @@ enum salt : uint64_t {
   salt_params = 2,
   salt_post = 3,
   salt_entry = 4,
-  salt_https = 5
+  salt_https = 5,
+  salt_change = 6
 };
 
 // One 64-bit seed from several numbers (splitmix64's finaliser on each step); workload::rng
@@ -200,7 +201,7 @@ std::string_view file_extension(feed_format f) {
 }
 
 farm::farm(const options& opt, const workload::vocabulary& vocab, double now)
-    : opt_(opt), vocab_(vocab), gen_(vocab) {
+    : opt_(opt), vocab_(vocab), gen_(vocab), change_rng_(mix(opt.seed, 0, salt_change)) {
   if (vocab.words.size() < 100) throw std::runtime_error("farm: the vocabulary is missing or tiny");
   // E[bytes per word] of generator::text: Zipf(1) over all ranks of (length + a space),
   // plus 2/16 for its '.' or ','.
@@ -270,6 +271,10 @@ farm::farm(const options& opt, const workload::vocabulary& vocab, double now)
   // The initial backlog: `keep` entries, the newest at least 25 h old, spaced by the feed's
   // mean interval (capped at 60 days between two entries).
   times_.resize(times);
+  if (opt_.change_share > 0) {
+    fragments_.resize(times);
+    fragment_seq_.assign(times, 0);
+  }
   post_rng_.reserve(opt_.feeds);
   for (uint32_t i = 0; i < opt_.feeds; ++i) {
     const feed_info& f = feeds_[i];
@@ -418,6 +423,64 @@ int64_t farm::last_modified(uint32_t id) const {
   return feeds_[id].valid == validators::none ? -1 : state_[id].last_modified;
 }
 
+void farm::render_entry(uint32_t id, uint64_t seq, std::string& out) const {
+  const entry e = make_entry(id, seq);
+  switch (feeds_[id].format) {
+    case feed_format::rss:
+      out.append("<item>\n<title>");
+      append_xml(out, e.title);
+      out.append("</title>\n<link>");
+      append_xml(out, e.link);
+      out.append("</link>\n<guid isPermaLink=\"false\">");
+      append_xml(out, e.guid);
+      out.append("</guid>\n<pubDate>");
+      append_rfc822(out, e.published);
+      out.append("</pubDate>\n<description>");
+      append_xml(out, e.text);
+      out.append("</description>\n</item>\n");
+      break;
+    case feed_format::atom:
+      out.append("<entry>\n<title>");
+      append_xml(out, e.title);
+      out.append("</title>\n<id>");
+      append_xml(out, e.guid);
+      out.append("</id>\n<link href=\"");
+      append_xml(out, e.link);
+      out.append("\"/>\n<published>");
+      append_rfc3339(out, e.published);
+      out.append("</published>\n<updated>");
+      append_rfc3339(out, e.published);
+      out.append("</updated>\n<content type=\"text\">");
+      append_xml(out, e.text);
+      out.append("</content>\n</entry>\n");
+      break;
+    case feed_format::json:
+      out.append("\n{\"id\":");
+      base::append_json_string(e.guid, out);
+      out.append(",\"url\":");
+      base::append_json_string(e.link, out);
+      out.append(",\"title\":");
+      base::append_json_string(e.title, out);
+      out.append(",\"date_published\":\"");
+      append_rfc3339(out, e.published);
+      out.append("\",\"content_text\":");
+      base::append_json_string(e.text, out);
+      out.push_back('}');
+      break;
+  }
+}
+
+void farm::append_entry(uint32_t id, uint64_t seq, std::string& out) const {
+  if (fragments_.empty()) return render_entry(id, seq, out);
+  const size_t slot = state_[id].times_at + seq % feeds_[id].keep;
+  if (fragment_seq_[slot] != seq + 1) {
+    fragments_[slot].clear();
+    render_entry(id, seq, fragments_[slot]);
+    fragment_seq_[slot] = seq + 1;
+  }
+  out.append(fragments_[slot]);
+}
+
 void farm::render(uint32_t id, std::string& out) const {
   const feed_info& f = feeds_[id];
   out.clear();
@@ -441,20 +504,7 @@ void farm::render(uint32_t id, std::string& out) const {
       out.append("</description>\n<lastBuildDate>");
       append_rfc822(out, updated);
       out.append("</lastBuildDate>\n");
-      for (uint64_t seq = next; seq-- > first;) {
-        const entry e = make_entry(id, seq);
-        out.append("<item>\n<title>");
-        append_xml(out, e.title);
-        out.append("</title>\n<link>");
-        append_xml(out, e.link);
-        out.append("</link>\n<guid isPermaLink=\"false\">");
-        append_xml(out, e.guid);
-        out.append("</guid>\n<pubDate>");
-        append_rfc822(out, e.published);
-        out.append("</pubDate>\n<description>");
-        append_xml(out, e.text);
-        out.append("</description>\n</item>\n");
-      }
+      for (uint64_t seq = next; seq-- > first;) append_entry(id, seq, out);
       if (!malformed) out.append("</channel>\n</rss>\n");
       break;
     case feed_format::atom:
@@ -474,22 +524,7 @@ void farm::render(uint32_t id, std::string& out) const {
       out.append("</updated>\n<author><name>");
       append_xml(out, f.host);
       out.append("</name></author>\n");
-      for (uint64_t seq = next; seq-- > first;) {
-        const entry e = make_entry(id, seq);
-        out.append("<entry>\n<title>");
-        append_xml(out, e.title);
-        out.append("</title>\n<id>");
-        append_xml(out, e.guid);
-        out.append("</id>\n<link href=\"");
-        append_xml(out, e.link);
-        out.append("\"/>\n<published>");
-        append_rfc3339(out, e.published);
-        out.append("</published>\n<updated>");
-        append_rfc3339(out, e.published);
-        out.append("</updated>\n<content type=\"text\">");
-        append_xml(out, e.text);
-        out.append("</content>\n</entry>\n");
-      }
+      for (uint64_t seq = next; seq-- > first;) append_entry(id, seq, out);
       if (!malformed) out.append("</feed>\n");
       break;
     case feed_format::json:
@@ -501,19 +536,8 @@ void farm::render(uint32_t id, std::string& out) const {
       base::append_json_string(url(id), out);
       out.append(",\"items\":[");
       for (uint64_t seq = next; seq-- > first;) {
-        const entry e = make_entry(id, seq);
         if (seq + 1 != next) out.push_back(',');
-        out.append("\n{\"id\":");
-        base::append_json_string(e.guid, out);
-        out.append(",\"url\":");
-        base::append_json_string(e.link, out);
-        out.append(",\"title\":");
-        base::append_json_string(e.title, out);
-        out.append(",\"date_published\":\"");
-        append_rfc3339(out, e.published);
-        out.append("\",\"content_text\":");
-        base::append_json_string(e.text, out);
-        out.push_back('}');
+        append_entry(id, seq, out);
       }
       if (!malformed) out.append("]}\n");
       break;
@@ -571,20 +595,33 @@ size_t farm::publish_due(double now, const std::function<void(const entry&)>& on
   while (!queue_.empty() && queue_.top().first <= sim_now) {
     const auto [sim, id] = queue_.top();
     queue_.pop();
-    feed_state& s = state_[id];
-    const uint64_t seq = s.next_seq++;
-    time_slot(id, seq) = now;
-    if (feeds_[id].misbehaves != misbehaviour::frozen_last_modified) {
-      s.last_modified = std::max(s.last_modified + 1, static_cast<int64_t>(std::floor(now)));
-    }
-    entry e = make_entry(id, seq);
-    e.sim_time = sim;
-    ++published_;
+    const entry e = publish_one(id, now, sim);
     ++n;
     on_entry(e);
     queue_.emplace(draw_next(id, sim), id);
   }
   return n;
+}
+
+entry farm::publish_one(uint32_t id, double now, double sim) {
+  feed_state& s = state_[id];
+  const uint64_t seq = s.next_seq++;
+  time_slot(id, seq) = now;
+  if (feeds_[id].misbehaves != misbehaviour::frozen_last_modified) {
+    s.last_modified = std::max(s.last_modified + 1, static_cast<int64_t>(std::floor(now)));
+  }
+  entry e = make_entry(id, seq);
+  e.sim_time = sim;
+  ++published_;
+  return e;
+}
+
+bool farm::change_on_request(uint32_t id, double now,
+                             const std::function<void(const entry&)>& on_entry) {
+  if (opt_.change_share <= 0 || change_rng_.uniform() >= opt_.change_share) return false;
+  ++changed_;
+  on_entry(publish_one(id, now, sim_time(now)));
+  return true;
 }
 
 // ---- truth log ----

@@ -7,13 +7,17 @@
 //                       the feed's validators say; gzip when asked. Misbehaving hosts
 //                       (--misbehaving) answer as farm::misbehaviour says: 429s, redirect
 //                       chains through /moved/ID/K.EXT, late answers, broken documents.
+//                       With --change-share F a plain feed first gets a new entry with
+//                       probability F (bench/crawler_throughput.sh: a set share of
+//                       fetches finds the feed changed, the rest get 304).
 //   (raw port)          reset and endless hosts: one request read, then an RST, or a
 //                       chunked 200 that sends a chunk a second for ever
 //   POST /_farm/start   starts publishing (with --start-paused); idempotent
 //   POST /_farm/stop    stops publishing for good (the load driver's final check); idempotent
 //   GET  /_farm/stats   {"feeds", "hosts", "initial_entries", "published", "publishing",
-//                        "speed", "sim_time", "requests", "not_modified", "not_found", "bytes_out",
-//                        "bytes_in", ...}: bytes on the wire of its HTTP and HTTPS servers
+//                        "speed", "sim_time", "changed", "requests", "not_modified", "not_found",
+//                        "bytes_out", "bytes_in", ...}: bytes on the wire of its HTTP and HTTPS
+//                        servers; "changed": entries --change-share published
 //
 // Prints "farm: listening on http://127.0.0.1:PORT" on stdout once the listener, the OPML,
 // the pins and the truth log's feeds and initial entries are written (with --https-share,
@@ -76,6 +80,8 @@ struct flags {
   std::string https_listen = "127.0.0.1:0";
   std::string ca_out;
   size_t cert_cache = 65536;
+  double change_share = 0;
+  uint32_t feed_bytes = 0;
 };
 
 double wall_now() {
@@ -386,6 +392,12 @@ void add_routes(net::router& routes) {
       return;
     }
     const auto i = static_cast<uint32_t>(id);
+    if (s.fm->info(i).misbehaves == farm::misbehaviour::none &&
+        s.fm->change_on_request(i, wall_now(), [&s](const farm::entry& e) {
+          if (s.truth->is_open()) s.truth->write_entry(*s.fm, e);
+        })) {
+      s.truth->flush();  // in the log before the document that shows it is sent
+    }
     if (!s.misbehave(c, r, i, 0)) s.serve(i, &c.request(), r, s.etag);
   });
   // The hops of a redirect chain: /moved/ID/K.EXT, K = 1..redirects (the last serves).
@@ -430,12 +442,12 @@ void add_routes(net::router& routes) {
     r.set_body(fmt::format(
         "{{\"feeds\":{},\"hosts\":{},\"initial_entries\":{},\"published\":{},"
         "\"publishing\":{},\"speed\":{:g},\"time\":{:.3f},\"sim_time\":{:.3f},"
-        "\"requests\":{},\"not_modified\":{},\"not_found\":{},\"misbehaved\":{},"
+        "\"changed\":{},\"requests\":{},\"not_modified\":{},\"not_found\":{},\"misbehaved\":{},"
         "\"raw_connections\":{},\"tls_handshakes\":{},\"tls_resumed\":{},\"tls_failed\":{},"
         "\"certs_issued\":{},\"bytes_out\":{},\"bytes_in\":{}}}\n",
         s.fm->size(), s.fm->hosts().size(), s.fm->initial_entries(), s.fm->published(),
         s.fm->started(), s.fm->started() ? s.fm->speed() : s.speed, now, s.fm->sim_time(now),
-        s.requests, s.plain([](const auto& st) {
+        s.fm->changed(), s.requests, s.plain([](const auto& st) {
           return uint64_t(st.not_modified);
         }) + (s.tls_srv != nullptr ? s.tls_srv->stats().not_modified : 0),
         s.not_found, s.misbehaved, s.raw_connections,
@@ -471,6 +483,13 @@ int run(const flags& fl) {
   opt.slow_seconds = fl.slow_seconds;
   opt.https_share = fl.https_share;
   opt.addresses = fl.addresses;
+  opt.change_share = fl.change_share;
+  if (fl.change_share > 0) {
+    // Every feed revalidates: the fetches that find no change get 304.
+    opt.last_modified_only_share = 0;
+    opt.no_validators_share = 0;
+  }
+  if (fl.feed_bytes > 0) opt.size_median = opt.size_p90 = fl.feed_bytes;
   if (opt.hosts_file == "none") opt.hosts_file.clear();
   const workload::vocabulary& vocab = workload::vocabulary::english();
   const double now = wall_now();
@@ -596,6 +615,9 @@ int run(const flags& fl) {
   state.hits.assign(fm.size(), 0);
   net::server_options so;
   so.idle_timeout_ms = 120'000;  // crawlers keep connections to many hosts open between polls
+  // --change-share: most answers are a new document to compress; level 1 (nginx's default)
+  // costs the farm a third of level 6, so it keeps up with the crawler it serves.
+  if (fl.change_share > 0) so.gzip_level = 1;
   // A slow answer must come before the server gives up on it.
   so.defer_timeout_ms = std::max<uint32_t>(so.defer_timeout_ms, (fl.slow_seconds + 5) * 1000);
   net::http_server srv(*loop, routes, so, &state);
@@ -713,6 +735,16 @@ int cli_main(int argc, char** argv) {
                  "leaf certificates kept (one per HTTPS name; the oldest is dropped)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  app.add_option("--change-share", fl.change_share,
+                 "crawler benchmark: each request of a plain feed first publishes a new entry "
+                 "in it with probability F (draws seeded by --seed, in request order), so that "
+                 "share of fetches finds it changed (new ETag, 200); every feed then has an "
+                 "ETag and Last-Modified, so the rest get 304 to a conditional GET")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--feed-bytes", fl.feed_bytes,
+                 "every document about B bytes (instead of log-normal sizes, median 7.6 KB)")
+      ->check(CLI::Range(1000, 4'000'000));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -760,7 +760,7 @@ void http_response::clear() {
 http_server::http_server(loop& l, const router& routes, const server_options& opt, void* context)
     : loop_(l), routes_(routes), opt_(opt), context_(context) {
   accept_retry_.set(&http_server::on_accept_retry, this);
-  gz_ = libdeflate_alloc_compressor(6);
+  gz_ = libdeflate_alloc_compressor(int(std::clamp<uint32_t>(opt_.gzip_level, 1, 12)));
   if (opt_.tls != nullptr) {
     tls_io_ = std::make_unique<tls_bio_io>();
     tls_io_->write = &connection::on_tls_write;

@@ -578,7 +578,7 @@ class reflector final : public dataplane::component {
   // == its index), so the index costs the process one copy, not one per shard.
   std::deque<std::pair<uint64_t, int64_t>> window_;
   uint64_t window_first_seq_ = 1;
-  std::unordered_map<uint64_t, std::deque<uint64_t>> postings_;
+  absl::flat_hash_map<uint64_t, std::deque<uint64_t>> postings_;
   size_t postings_entries_ = 0;
   uint32_t since_sweep_ = 0;
   matcher::index search_index_;  // id 0: the query being searched
@@ -1894,7 +1894,11 @@ void reflector::index_recent(const rt::article& a) {
         q.pop_front();
         --postings_entries_;
       }
-      it = q.empty() ? postings_.erase(it) : std::next(it);
+      if (q.empty()) {
+        postings_.erase(it++);
+      } else {
+        ++it;
+      }
     }
   }
   m_.recent_articles->set(int64_t(window_.size()));

@@ -109,6 +109,13 @@ struct options {
   double json_share = 0.10;
   double last_modified_only_share = 0.12;
   double no_validators_share = 0.08;
+
+  // The crawler throughput benchmark's changes (`--change-share`): each request of a plain
+  // feed first publishes a new entry in it with this probability, so that share of fetches
+  // finds the feed changed (a new ETag, 200 with a new document) and the rest find it as
+  // their last fetch left it. The draws come from one stream seeded by `seed`, in request
+  // order. 0: off (only the posting process publishes).
+  double change_share = 0;
 };
 
 // What a feed is; fixed once the farm is built.
@@ -197,6 +204,12 @@ class farm {
   // after it is in the document. Returns how many.
   size_t publish_due(double now, const std::function<void(const entry&)>& on_entry);
   uint64_t published() const { return published_; }
+  // One request of feed id under options::change_share: with that probability publishes a
+  // new entry in it now (unix seconds, outside the posting process), calls on_entry after it
+  // is in the document and returns true; else false. Call it before answering the request.
+  bool change_on_request(uint32_t id, double now,
+                         const std::function<void(const entry&)>& on_entry);
+  uint64_t changed() const { return changed_; }  // entries change_on_request published
   uint64_t initial_entries() const { return initial_entries_; }
 
   // Expected plain-text bytes per word of workload::generator::text (the Zipf mean of
@@ -219,6 +232,12 @@ class farm {
   double time_of(uint32_t id, uint64_t seq) const {
     return times_[state_[id].times_at + seq % feeds_[id].keep];
   }
+  // Appends the next entry to feed id, visible from real time `now`; returns it.
+  entry publish_one(uint32_t id, double now, double sim);
+  // Appends entry seq's element (RSS item, Atom entry, JSON Feed item without the comma
+  // before it) to out; append_entry takes it from fragments_ when they are kept.
+  void render_entry(uint32_t id, uint64_t seq, std::string& out) const;
+  void append_entry(uint32_t id, uint64_t seq, std::string& out) const;
 
   options opt_;
   const workload::vocabulary& vocab_;
@@ -229,6 +248,12 @@ class farm {
   std::vector<feed_state> state_;
   std::vector<workload::rng> post_rng_;  // one posting process per feed
   std::vector<double> times_;            // publish times, `keep` slots per feed
+  // With change_share (most requests then render a document that changed by one entry):
+  // each entry's rendered element in its slot of times_, so a render generates only the
+  // entries it has not rendered before. fragment_seq_[slot] = seq + 1 of the element held
+  // there (0: none). Caches inside const render(): the farm is used by one thread.
+  mutable std::vector<std::string> fragments_;
+  mutable std::vector<uint64_t> fragment_seq_;
   std::vector<std::string> hosts_;
   std::vector<misbehaviour> host_kind_;  // beside hosts_
   uint64_t initial_entries_ = 0;
@@ -236,6 +261,8 @@ class farm {
   bool started_ = false;
   double real0_ = 0, speed_ = 1;
   uint64_t published_ = 0;
+  workload::rng change_rng_;  // change_on_request's draws
+  uint64_t changed_ = 0;
   // Next post of every feed that posts: (simulated time, feed), earliest on top.
   using due = std::pair<double, uint32_t>;
   std::priority_queue<due, std::vector<due>, std::greater<>> queue_;
