@@ -93,6 +93,10 @@ constexpr const char* k_reason_text[] = {
 };
 static_assert(std::size(k_reason_text) == size_t(reason::feed_skip) + 1);
 
+uint32_t saturating_add(uint32_t a, size_t b) {
+  return uint32_t(std::min<uint64_t>(uint64_t{a} + b, UINT32_MAX));
+}
+
 int64_t wall_ms() {
   timespec ts{};
   clock_gettime(CLOCK_REALTIME, &ts);
@@ -969,7 +973,7 @@ void crawler::fetched(uint64_t fetch_id, net::fetch_result& r) {
   c.last_status = uint16_t(std::clamp(r.status, 0, int(UINT16_MAX)));
   c.last_bytes = uint32_t(std::min<uint64_t>(r.wire_bytes, UINT32_MAX));
   c.last_new = 0;
-  ++c.fetches;
+  if (c.fetches != UINT32_MAX) ++c.fetches;
   note_redirects(*s, r);
   if (r.error != net::fetch_error::ok) {
     fail(*s, net::fetch_error_name(r.error), now);
@@ -1234,7 +1238,7 @@ void crawler::commit(source& s, std::vector<rt::article_ref> articles) {
   auto w = std::make_unique<crawl_write>();
   w->source_id = s.id;
   s.to_record(record_);
-  record_.articles += articles.size();
+  record_.articles = saturating_add(record_.articles, articles.size());
   encode(record_, value_);
   w->ops.push_back({rt::kind::crawl, false, store_key(s.id), value_});
   if (s.moved) {
@@ -1262,7 +1266,7 @@ void crawler::crawl_durable(crawl_write& w) {
     s->text.set(source_text::last_error, store::store_errc_name(store::store_errc(w.status)));
     return;
   }
-  s->rec.articles += w.articles.size();
+  s->rec.articles = saturating_add(s->rec.articles, w.articles.size());
   articles_->add(w.articles.size());
 }
 

@@ -180,8 +180,8 @@ record_errc decode(std::string_view in, crawl_record& r) {
   r.last_outcome = rd.u8();
   r.consecutive_errors = rd.u32();
   r.last_error = rd.str();
-  r.fetches = rd.u64();
-  r.articles = rd.u64();
+  r.fetches = uint32_t(std::min<uint64_t>(rd.u64(), UINT32_MAX));
+  r.articles = uint32_t(std::min<uint64_t>(rd.u64(), UINT32_MAX));
   r.flags = rd.u8();
   r.moved_to = rd.str();
   r.moved_count = uint8_t(std::min<uint32_t>(rd.u32(), UINT8_MAX));

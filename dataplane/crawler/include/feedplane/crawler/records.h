@@ -44,15 +44,16 @@ struct packed_hints {
 };
 
 // The fixed-size part of a crawl record: what a source keeps resident as is (its strings
-// and seen records are kept elsewhere, compactly). 152 bytes: ordered without padding, and
+// and seen records are kept elsewhere, compactly). 144 bytes: ordered without padding, and
 // narrower than the record's fields where the value is bounded (an HTTP status, a write's
-// credit of new entries, three redirect observations, a body under the client's cap).
+// credit of new entries, three redirect observations, a body under the client's cap, and
+// the two counters, which saturate: 2^32 fetches at the 1 s floor take 136 years).
 struct crawl_fields {
   posting_history history;    // what the feed's postings taught the scheduler (version 3)
   int64_t next_fetch_ms = 0;  // unix milliseconds
   int64_t last_fetch_ms = 0;
-  uint64_t fetches = 0;
-  uint64_t articles = 0;
+  uint32_t fetches = 0;   // saturates
+  uint32_t articles = 0;  // saturates
   uint32_t interval_s = 0;
   uint32_t last_bytes = 0;  // saturates (bodies are capped far below 4 GiB)
   uint32_t consecutive_errors = 0;
