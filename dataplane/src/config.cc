@@ -215,6 +215,10 @@ const std::vector<option>& options() {
                   "every feed on the adaptive interval"),
       uint_option("crawler.budget_max_interval_s", &config::crawler, &K::budget_max_interval_s, 1,
                   u32, "longest interval the budget's allocation gives a nearly silent feed"),
+      uint_option("crawler.weight_half_life_s", &config::crawler, &K::weight_half_life_s, 0, u32,
+                  "a feed's weight in the budget is 1 + the subscriptions one of its recent "
+                  "articles matched; an article counts half as much per this many seconds "
+                  "(0 = never ages)"),
       uint_option("crawler.per_domain_connections", &config::crawler, &K::per_domain_connections, 1,
                   1024, "fetches in flight at once per registrable domain (or shared platform)"),
       uint_option("crawler.per_domain_rate", &config::crawler, &K::per_domain_rate, 0, 100'000,

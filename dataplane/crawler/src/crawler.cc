@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <queue>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -264,6 +265,12 @@ class crawler final : public dataplane::component {
     sources_gauge_ = &m.add_gauge("feedplane_crawler_sources", "Sources owned, durable");
     due_gauge_ = &m.add_gauge("feedplane_crawler_schedule_entries",
                               "Entries in the fetch schedule (one per source, plus stale ones)");
+    weight_updates_ = &m.add_counter(
+        "feedplane_crawler_weight_updates_total",
+        "Reflector reports of a source's matched subscriptions applied to its weight");
+    weight_unknown_ = &m.add_counter(
+        "feedplane_crawler_weight_updates_unknown_total",
+        "Reflector reports for sources this shard no longer has (deleted meanwhile)");
   }
 
   ~crawler() override { s_.rt->loop().disarm(tick_); }
@@ -288,6 +295,7 @@ class crawler final : public dataplane::component {
     s_.rt->loop().disarm(tick_);
   }
   bool quiescent() const override { return in_flight_ == 0 && writes_pending_ == 0; }
+  void on_source_matches(rt::shard&, std::span<const dataplane::source_matches> batch) override;
 
   // ---- changes (owner side) ----
   void change_on_owner(change_task& t);
@@ -324,7 +332,7 @@ class crawler final : public dataplane::component {
     return cfg_.fetch_budget_per_hour != 0 && s.rec.history.enough(now_s, hist_params_);
   }
   double demand(const source& s, int64_t now_s) const {
-    return std::sqrt(double(s.weight) * s.rec.history.rate(now_s, hist_params_));
+    return std::sqrt(double(s.weight()) * s.rec.history.rate(now_s, hist_params_));
   }
   // Fetches per second the allocation gives s (budgeted(s) holds).
   double allocated_rate(const source& s, int64_t now_s) const {
@@ -411,6 +419,8 @@ class crawler final : public dataplane::component {
   rt::gauge* in_flight_gauge_;
   rt::gauge* sources_gauge_;
   rt::gauge* due_gauge_;
+  rt::counter* weight_updates_;
+  rt::counter* weight_unknown_;
 };
 
 // ---------------------------------------------------------------- tasks and writes
@@ -698,6 +708,11 @@ void crawler::status_on_owner(status_task& t) const {
   base::append_json_string(
       k_reason_text[std::min<size_t>(c.next_reason, std::size(k_reason_text) - 1)], b);
   b += fmt::format("}}, \"interval_s\": {}, ", c.interval_s);
+  // The allocation's weight: 1 + the subscriptions a recent article matched (the decayed
+  // matches over the decayed articles).
+  b += fmt::format(
+      "\"weight\": {:.6g}, \"weight_basis\": {{\"matches\": {:.6g}, \"articles\": {:.6g}}}, ",
+      s.weight(), c.matched.matches, c.matched.articles);
   // Which rule sets the next success's fetch, and what the scheduler learnt.
   const int64_t now_s = wall_ms() / 1000;
   const bool planned = budgeted(s, now_s);
@@ -970,6 +985,10 @@ void crawler::fetched(uint64_t fetch_id, net::fetch_result& r) {
   crawl_fields& c = s->rec;
   const int64_t previous_fetch_ms = c.last_fetch_ms;
   c.last_fetch_ms = now;
+  // The weight is kept as of the last fetch (its articles' time; matches reported later
+  // are of them): age it to this one.
+  if (previous_fetch_ms != 0)
+    c.matched.decay(double(now - previous_fetch_ms) / 1000, cfg_.weight_half_life_s);
   c.last_status = uint16_t(std::clamp(r.status, 0, int(UINT16_MAX)));
   c.last_bytes = uint32_t(std::min<uint64_t>(r.wire_bytes, UINT32_MAX));
   c.last_new = 0;
@@ -984,8 +1003,9 @@ void crawler::fetched(uint64_t fetch_id, net::fetch_result& r) {
     const uint32_t before = c.interval_s;
     c.interval_s = adapt_interval(c.interval_s, 0, 0, bounds_);
     schedule_after_success(*s, r, now);
-    // Nothing new to keep: persist only when the schedule moved (a restart then resumes it).
-    if (c.interval_s != before || s->moved) commit(*s, {});
+    // Nothing new to keep: persist only when the schedule moved (a restart then resumes it)
+    // or matches changed the weight since the last write.
+    if (c.interval_s != before || s->moved || s->weight_changed) commit(*s, {});
   } else if (r.status == 410) {
     c.flags |= crawl_gone;
     c.consecutive_errors = 0;
@@ -1237,6 +1257,11 @@ void crawler::ingest(source& s, net::fetch_result& r, int64_t now, int64_t previ
 void crawler::commit(source& s, std::vector<rt::article_ref> articles) {
   auto w = std::make_unique<crawl_write>();
   w->source_id = s.id;
+  // Counted now, in memory too (not on the ack, as `articles` is): the matches reported
+  // for these articles then never meet a count without them. A failed write (the store
+  // then refuses every write until restart) over-counts a few articles: a lower weight.
+  s.rec.matched.add_articles(articles.size());
+  s.weight_changed = false;
   s.to_record(record_);
   record_.articles = saturating_add(record_.articles, articles.size());
   encode(record_, value_);
@@ -1254,6 +1279,21 @@ void crawler::commit(source& s, std::vector<rt::article_ref> articles) {
   if (!backlog_.empty() || !s_.rt->write(wp)) {
     backlog_.push_back(std::move(wp));
     wake_at(wall_ms() + 5);
+  }
+}
+
+// Why it is cheap: one map lookup per source that had matches in a reflector's period
+// (its batch is at most a few thousand), nothing per article or per match.
+void crawler::on_source_matches(rt::shard&, std::span<const dataplane::source_matches> batch) {
+  for (const dataplane::source_matches& m : batch) {
+    source* s = find(m.source_id);
+    if (s == nullptr || !s->durable) {
+      weight_unknown_->add();
+      continue;
+    }
+    s->rec.matched.add_matches(m.matched);
+    s->weight_changed = true;  // persisted with its next crawl write
+    weight_updates_->add();
   }
 }
 
