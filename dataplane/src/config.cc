@@ -194,6 +194,11 @@ const std::vector<option>& options() {
                   86'400,
                   "seconds between snapshots of the match lists (a restart re-matches only "
                   "the articles after its partition's last one); 0 = never"),
+      uint_option("reflector.weight_report_interval_s", &config::reflector,
+                  &R::weight_report_interval_s, 1, 3600,
+                  "seconds between each shard's reports, to the crawler, of how many "
+                  "subscriptions each source's new articles matched (the sources' fetch "
+                  "weights)"),
       string_option("api.admin_token", &config::api, &A::admin_token, nullptr,
                     "bearer token of the admin API (sources, bulk loads); empty = admin API "
                     "off; --admin-token and FEEDPLANE_ADMIN_TOKEN override it"),
