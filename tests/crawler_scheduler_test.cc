@@ -126,6 +126,97 @@ TEST(Scheduler, HistoryRoundTrips) {
   EXPECT_FALSE(back.decode(s.substr(1)));
 }
 
+// ---- the weight: 1 + subscriptions a recent article matched ----
+
+TEST(Weight, NoArticlesIsOne) {
+  match_weight w;
+  EXPECT_EQ(w.weight(), 1.0f);
+  w.decay(30 * k_day, 7 * k_day);
+  EXPECT_EQ(w.weight(), 1.0f);
+  w.add_articles(5);  // articles nobody matched
+  EXPECT_EQ(w.weight(), 1.0f);
+}
+
+TEST(Weight, EveryArticleMatchingNSubscriptionsGivesOnePlusN) {
+  // Three articles, each matched by 4 subscriptions: 2 on one shard and 2 on another (two
+  // reports each per article batch), whatever the posting rate.
+  match_weight w;
+  w.add_articles(3);
+  w.add_matches(6);  // 3 articles x 2 subscriptions of one shard
+  w.add_matches(6);  // ... and of the other
+  EXPECT_FLOAT_EQ(w.weight(), 5);
+  // Later fetches bring more such articles: the weight stays 1 + 4, not 1 + 4 x articles.
+  for (int day = 1; day <= 20; ++day) {
+    w.decay(k_day, 7 * k_day);
+    w.add_articles(10);
+    w.add_matches(40);
+    EXPECT_NEAR(w.weight(), 5, 1e-4) << day;
+  }
+}
+
+TEST(Weight, DecayAgesBothPartsAndKeepsTheRatio) {
+  match_weight w;
+  w.add_articles(2);
+  w.add_matches(10);
+  w.decay(7 * k_day, 7 * k_day);  // one half-life
+  EXPECT_FLOAT_EQ(w.articles, 1);
+  EXPECT_FLOAT_EQ(w.matches, 5);
+  EXPECT_FLOAT_EQ(w.weight(), 6);  // a quiet feed keeps its weight
+  w.decay(14 * k_day, 7 * k_day);
+  EXPECT_FLOAT_EQ(w.articles, 0.25);
+  EXPECT_FLOAT_EQ(w.weight(), 6);
+  // A half-life of 0 never ages; a non-positive elapsed time changes nothing.
+  match_weight still = w;
+  still.decay(1e9, 0);
+  EXPECT_EQ(still, w);
+  still.decay(-5, 7 * k_day);
+  EXPECT_EQ(still, w);
+}
+
+TEST(Weight, RecentArticlesOutweighOldOnes) {
+  // 10 old articles matched by 9 subscriptions each; two half-lives later, 10 articles
+  // nobody matches: the old ones count a quarter as much as the new.
+  match_weight w;
+  w.add_articles(10);
+  w.add_matches(90);
+  w.decay(14 * k_day, 7 * k_day);
+  w.add_articles(10);
+  // (90 / 4) / (10 / 4 + 10) = 1.8
+  EXPECT_NEAR(w.weight(), 1 + 1.8, 1e-5);
+  // An audience that left fades towards 1 as the feed keeps posting.
+  for (int week = 0; week < 20; ++week) {
+    w.decay(7 * k_day, 7 * k_day);
+    w.add_articles(10);
+  }
+  EXPECT_LT(w.weight(), 1.001);
+}
+
+TEST(Weight, MatchesOfUncountedArticlesCountAsOneArticle) {
+  // Articles committed before the weight was kept (a version 5 record) have no count.
+  match_weight w;
+  w.add_matches(7);
+  EXPECT_FLOAT_EQ(w.articles, 1);
+  EXPECT_FLOAT_EQ(w.weight(), 8);
+  w.add_matches(0);
+  EXPECT_FLOAT_EQ(w.weight(), 8);
+}
+
+TEST(Weight, IsBoundedWhateverTheParts) {
+  match_weight w;
+  w.matches = 3e38f;
+  w.articles = 1e-40f;  // a garbled record's: the quotient is infinite
+  EXPECT_EQ(w.weight(), match_weight::k_max);
+}
+
+TEST(Weight, PartsThatDecayedToNothingAreCleared) {
+  match_weight w;
+  w.add_articles(1);
+  w.add_matches(3);
+  w.decay(1400 * k_day, 7 * k_day);  // 200 half-lives: 2^-200 is below a float
+  EXPECT_EQ(w, match_weight());
+  EXPECT_EQ(w.weight(), 1.0f);
+}
+
 // Theorem 1: m_i proportional to sqrt(w_i lambda_i).
 TEST(Scheduler, AllocationIsSquareRootOfWeightTimesRate) {
   const double inf = 1e18;

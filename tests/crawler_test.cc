@@ -330,7 +330,7 @@ TEST(Placement, SharedPlatformsShareOneKey) {
   EXPECT_EQ(politeness_key("www.example.com", shared), "example.com");
 }
 
-// ---- crawl records (version 5: the compact seen set; 2 to 4 still load) ----
+// ---- crawl records (version 6: the match weight; 2 to 5 still load) ----
 
 crawl_record sample_record() {
   crawl_record r;
@@ -355,14 +355,17 @@ crawl_record sample_record() {
   for (uint64_t i = 1; i <= 5; ++i)
     r.seen.push_back(feed::seen_record::from_hashes(i * 0x9e3779b97f4a7c15ull, i, i * 77));
   r.seen_limit = 20;
+  r.matched.add_articles(3);
+  r.matched.add_matches(12);
+  r.matched.decay(3600, 86'400);
   return r;
 }
 
-TEST(Records, Version5RoundTrips) {
+TEST(Records, Version6RoundTrips) {
   const crawl_record r = sample_record();
   std::string bytes;
   encode(r, bytes);
-  EXPECT_EQ(bytes[0], 5);
+  EXPECT_EQ(bytes[0], 6);
   crawl_record back;
   ASSERT_EQ(decode(bytes, back), record_errc::ok);
   EXPECT_EQ(back.etag, r.etag);
@@ -375,6 +378,8 @@ TEST(Records, Version5RoundTrips) {
   EXPECT_EQ(back.seen, r.seen);
   EXPECT_EQ(back.seen_limit, 20u);
   EXPECT_FALSE(back.seen_converted);
+  EXPECT_EQ(back.matched, r.matched);  // bit for bit
+  EXPECT_FLOAT_EQ(back.matched.weight(), 5);
   // 16 bytes per seen record (version 4 also took 16 per identity, and twice the records).
   std::string empty_seen;
   crawl_record e = r;
@@ -385,6 +390,21 @@ TEST(Records, Version5RoundTrips) {
 
 TEST(Records, OlderVersionsLoadAndConvert) {
   crawl_record r = sample_record();
+  // Version 5: no match weight (8 bytes before the seen limit and count): weight 1.
+  std::string v6;
+  encode(r, v6);
+  const size_t weight_at = v6.size() - 4 - 4 - r.seen.size() * 16 - 8;
+  std::string v5 = v6.substr(0, weight_at) + v6.substr(weight_at + 8);
+  v5[0] = 5;
+  crawl_record b5;
+  ASSERT_EQ(decode(v5, b5), record_errc::ok);
+  EXPECT_EQ(b5.matched, match_weight());
+  EXPECT_EQ(b5.matched.weight(), 1.0f);
+  EXPECT_FALSE(b5.seen_converted);
+  EXPECT_EQ(b5.seen, r.seen);
+  EXPECT_EQ(b5.seen_limit, 20u);
+  EXPECT_EQ(b5.hints, r.hints);
+  EXPECT_EQ(b5.etag, r.etag);
   const std::vector<std::pair<uint64_t, uint64_t>> pairs = {{0xabcdef0123456789ull, 11}, {0, 12}};
   std::string v4;
   encode_v4(r, pairs, v4);
@@ -435,6 +455,13 @@ TEST(Records, TruncatedOrGarbledRecordsAreNamedErrors) {
   longstr[1] = char(0xff);
   longstr[2] = char(0xff);
   EXPECT_EQ(decode(longstr, out), record_errc::truncated);
+  // A weight that is no number, or negative.
+  const size_t weight_at = bytes.size() - 4 - 4 - size_t{5} * 16 - 8;
+  for (const uint32_t bad : {0x7fc00000u, 0x7f800000u, 0xbf800000u}) {  // NaN, inf, -1
+    std::string b = bytes;
+    for (size_t i = 0; i < 4; ++i) b[weight_at + i] = char(uint8_t(bad >> (8 * i)));
+    EXPECT_EQ(decode(b, out), record_errc::bad_field) << std::hex << bad;
+  }
   // A zero identity fingerprint.
   std::string zero = bytes;
   const size_t last = zero.size() - 16;
@@ -471,6 +498,8 @@ TEST(Records, ASourceRestoredFromItsRecordRedeliversNothing) {
   std::vector<feed::verdict> v;
   before.state.classify(f, v);
   before.rec.interval_s = 900;
+  before.rec.matched.add_articles(2);
+  before.rec.matched.add_matches(6);
   crawl_record r;
   before.to_record(r);
   std::string bytes;
@@ -481,6 +510,7 @@ TEST(Records, ASourceRestoredFromItsRecordRedeliversNothing) {
   after.from_record(loaded);
   EXPECT_EQ(after.text.get(source_text::etag), "\"e\"");
   EXPECT_EQ(after.rec.interval_s, 900u);
+  EXPECT_FLOAT_EQ(after.weight(), 4);  // 1 + 6 matches over 2 articles
   EXPECT_EQ(after.state.seen().capacity(), 24u);
   EXPECT_TRUE(after.state.same_document(doc));
   after.state.classify(f, v);

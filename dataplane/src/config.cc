@@ -194,6 +194,11 @@ const std::vector<option>& options() {
                   86'400,
                   "seconds between snapshots of the match lists (a restart re-matches only "
                   "the articles after its partition's last one); 0 = never"),
+      uint_option("reflector.weight_report_interval_s", &config::reflector,
+                  &R::weight_report_interval_s, 1, 3600,
+                  "seconds between each shard's reports, to the crawler, of how many "
+                  "subscriptions each source's new articles matched (the sources' fetch "
+                  "weights)"),
       string_option("api.admin_token", &config::api, &A::admin_token, nullptr,
                     "bearer token of the admin API (sources, bulk loads); empty = admin API "
                     "off; --admin-token and FEEDPLANE_ADMIN_TOKEN override it"),
@@ -215,6 +220,10 @@ const std::vector<option>& options() {
                   "every feed on the adaptive interval"),
       uint_option("crawler.budget_max_interval_s", &config::crawler, &K::budget_max_interval_s, 1,
                   u32, "longest interval the budget's allocation gives a nearly silent feed"),
+      uint_option("crawler.weight_half_life_s", &config::crawler, &K::weight_half_life_s, 0, u32,
+                  "a feed's weight in the budget is 1 + the subscriptions one of its recent "
+                  "articles matched; an article counts half as much per this many seconds "
+                  "(0 = never ages)"),
       uint_option("crawler.per_domain_connections", &config::crawler, &K::per_domain_connections, 1,
                   1024, "fetches in flight at once per registrable domain (or shared platform)"),
       uint_option("crawler.per_domain_rate", &config::crawler, &K::per_domain_rate, 0, 100'000,

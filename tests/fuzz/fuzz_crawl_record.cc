@@ -1,5 +1,5 @@
 // Crawl and source records on arbitrary bytes (what the store streams back at start-up):
-// decode never crashes; an accepted crawl record re-encodes (as version 5) and decodes to the
+// decode never crashes; an accepted crawl record re-encodes (as version 6) and decodes to the
 // same fields, and a source restored from it classifies a document without harm.
 #include <cstddef>
 #include <cstdint>
@@ -24,8 +24,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fc::crawl_record back;
   if (fc::decode(out, back) != fc::record_errc::ok) std::abort();
   if (back.etag != r.etag || back.seen != r.seen || back.document_hash != r.document_hash ||
-      back.fetches != r.fetches || back.last_error != r.last_error)
+      back.fetches != r.fetches || back.last_error != r.last_error || back.matched != r.matched)
     std::abort();
+  // A weight read back is a number the allocation can use.
+  if (!(r.matched.weight() >= 1) || r.matched.weight() > fc::match_weight::k_max) std::abort();
   fc::source s;
   s.from_record(r);
   feedplane::feed::feed f;

@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <queue>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -97,6 +98,10 @@ reason hint_reason(feed_hint_rule r) {
   return r == feed_hint_rule::ttl             ? reason::feed_ttl
          : r == feed_hint_rule::update_period ? reason::feed_update_period
                                               : reason::feed_skip;
+}
+
+uint32_t saturating_add(uint32_t a, size_t b) {
+  return uint32_t(std::min<uint64_t>(uint64_t{a} + b, UINT32_MAX));
 }
 
 int64_t wall_ms() {
@@ -266,6 +271,12 @@ class crawler final : public dataplane::component {
     sources_gauge_ = &m.add_gauge("feedplane_crawler_sources", "Sources owned, durable");
     due_gauge_ = &m.add_gauge("feedplane_crawler_schedule_entries",
                               "Entries in the fetch schedule (one per source, plus stale ones)");
+    weight_updates_ = &m.add_counter(
+        "feedplane_crawler_weight_updates_total",
+        "Reflector reports of a source's matched subscriptions applied to its weight");
+    weight_unknown_ = &m.add_counter(
+        "feedplane_crawler_weight_updates_unknown_total",
+        "Reflector reports for sources this shard no longer has (deleted meanwhile)");
   }
 
   ~crawler() override { s_.rt->loop().disarm(tick_); }
@@ -290,6 +301,7 @@ class crawler final : public dataplane::component {
     s_.rt->loop().disarm(tick_);
   }
   bool quiescent() const override { return in_flight_ == 0 && writes_pending_ == 0; }
+  void on_source_matches(rt::shard&, std::span<const dataplane::source_matches> batch) override;
 
   // ---- changes (owner side) ----
   void change_on_owner(change_task& t);
@@ -326,7 +338,7 @@ class crawler final : public dataplane::component {
     return cfg_.fetch_budget_per_hour != 0 && s.rec.history.enough(now_s, hist_params_);
   }
   double demand(const source& s, int64_t now_s) const {
-    return std::sqrt(double(s.weight) * s.rec.history.rate(now_s, hist_params_));
+    return std::sqrt(double(s.weight()) * s.rec.history.rate(now_s, hist_params_));
   }
   // Fetches per second the allocation gives s (budgeted(s) holds).
   double allocated_rate(const source& s, int64_t now_s) const {
@@ -413,6 +425,8 @@ class crawler final : public dataplane::component {
   rt::gauge* in_flight_gauge_;
   rt::gauge* sources_gauge_;
   rt::gauge* due_gauge_;
+  rt::counter* weight_updates_;
+  rt::counter* weight_unknown_;
 };
 
 // ---------------------------------------------------------------- tasks and writes
@@ -700,6 +714,11 @@ void crawler::status_on_owner(status_task& t) const {
   base::append_json_string(
       k_reason_text[std::min<size_t>(c.next_reason, std::size(k_reason_text) - 1)], b);
   b += fmt::format("}}, \"interval_s\": {}, ", c.interval_s);
+  // The allocation's weight: 1 + the subscriptions a recent article matched (the decayed
+  // matches over the decayed articles).
+  b += fmt::format(
+      "\"weight\": {:.6g}, \"weight_basis\": {{\"matches\": {:.6g}, \"articles\": {:.6g}}}, ",
+      s.weight(), c.matched.matches, c.matched.articles);
   // Which rule sets the next success's fetch, and what the scheduler learnt.
   const int64_t now_s = wall_ms() / 1000;
   const bool planned = budgeted(s, now_s);
@@ -980,10 +999,14 @@ void crawler::fetched(uint64_t fetch_id, net::fetch_result& r) {
   crawl_fields& c = s->rec;
   const int64_t previous_fetch_ms = c.last_fetch_ms;
   c.last_fetch_ms = now;
+  // The weight is kept as of the last fetch (its articles' time; matches reported later
+  // are of them): age it to this one.
+  if (previous_fetch_ms != 0)
+    c.matched.decay(double(now - previous_fetch_ms) / 1000, cfg_.weight_half_life_s);
   c.last_status = uint16_t(std::clamp(r.status, 0, int(UINT16_MAX)));
   c.last_bytes = uint32_t(std::min<uint64_t>(r.wire_bytes, UINT32_MAX));
   c.last_new = 0;
-  ++c.fetches;
+  if (c.fetches != UINT32_MAX) ++c.fetches;
   const uint8_t observed_before = c.moved_count;
   note_redirects(*s, r);
   if (r.error != net::fetch_error::ok) {
@@ -995,9 +1018,8 @@ void crawler::fetched(uint64_t fetch_id, net::fetch_result& r) {
     const uint32_t before = c.interval_s;
     c.interval_s = adapt_interval(c.interval_s, 0, 0, bounds_);
     schedule_after_success(*s, r, now);
-    // Nothing new to keep: persist only when the schedule or a redirect's observations
-    // moved (a restart then resumes them: a 301 is adopted after 3, not 3 since the start).
-    if (c.interval_s != before || s->moved || c.moved_count != observed_before) commit(*s, {});
+  if (c.fetches != UINT32_MAX) ++c.fetches;
+  const uint8_t observed_before = c.moved_count;
   } else if (r.status == 410) {
     c.flags |= crawl_gone;
     c.consecutive_errors = 0;
@@ -1255,8 +1277,13 @@ void crawler::ingest(source& s, net::fetch_result& r, int64_t now, int64_t previ
 void crawler::commit(source& s, std::vector<rt::article_ref> articles) {
   auto w = std::make_unique<crawl_write>();
   w->source_id = s.id;
+  // Counted now, in memory too (not on the ack, as `articles` is): the matches reported
+  // for these articles then never meet a count without them. A failed write (the store
+  // then refuses every write until restart) over-counts a few articles: a lower weight.
+  s.rec.matched.add_articles(articles.size());
+  s.weight_changed = false;
   s.to_record(record_);
-  record_.articles += articles.size();
+  record_.articles = saturating_add(record_.articles, articles.size());
   encode(record_, value_);
   w->ops.push_back({rt::kind::crawl, false, store_key(s.id), value_});
   if (s.moved) {
@@ -1275,6 +1302,21 @@ void crawler::commit(source& s, std::vector<rt::article_ref> articles) {
   }
 }
 
+// Why it is cheap: one map lookup per source that had matches in a reflector's period
+// (its batch is at most a few thousand), nothing per article or per match.
+void crawler::on_source_matches(rt::shard&, std::span<const dataplane::source_matches> batch) {
+  for (const dataplane::source_matches& m : batch) {
+    source* s = find(m.source_id);
+    if (s == nullptr || !s->durable) {
+      weight_unknown_->add();
+      continue;
+    }
+    s->rec.matched.add_matches(m.matched);
+    s->weight_changed = true;  // persisted with its next crawl write
+    weight_updates_->add();
+  }
+}
+
 void crawler::crawl_durable(crawl_write& w) {
   --writes_pending_;
   source* s = find(w.source_id);
@@ -1284,7 +1326,7 @@ void crawler::crawl_durable(crawl_write& w) {
     s->text.set(source_text::last_error, store::store_errc_name(store::store_errc(w.status)));
     return;
   }
-  s->rec.articles += w.articles.size();
+  s->rec.articles = saturating_add(s->rec.articles, w.articles.size());
   articles_->add(w.articles.size());
 }
 

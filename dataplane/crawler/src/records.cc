@@ -1,19 +1,23 @@
 #include "feedplane/crawler/records.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
+#include <limits>
 #include <utility>
 
 namespace feedplane::crawler {
 
 namespace {
 constexpr uint8_t k_source_version = 1;
-constexpr uint8_t k_crawl_version = 5;
-// Older versions, read and converted (rewritten as 5 at the feed's next write):
-constexpr uint8_t k_crawl_version_wide_seen = 4;        // 64-bit (identity, content) pairs
+constexpr uint8_t k_crawl_version = 6;
+// Older versions, read and converted (rewritten as 6 at the feed's next write):
+constexpr uint8_t k_crawl_version_without_weight = 5;   // no match weight (weight 1)
+constexpr uint8_t k_crawl_version_wide_seen = 4;        // ...and 64-bit (identity, content) pairs
 constexpr uint8_t k_crawl_version_without_hints = 3;    // ...and no publisher's hints
 constexpr uint8_t k_crawl_version_without_history = 2;  // ...and no posting history
 constexpr size_t k_hints_size = 4 + 4 + 4 + 1;
+constexpr size_t k_weight_size = 4 + 4;
 // No feed keeps more (2x a document of parse_options::max_entries, with room to spare):
 // a larger count in a record is garbage, not a feed.
 constexpr uint32_t k_max_seen = 1u << 20;
@@ -22,6 +26,7 @@ void put_u8(std::string& o, uint8_t v) { o.push_back(char(v)); }
 void put_u32(std::string& o, uint32_t v) {
   for (int i = 0; i < 4; ++i) o.push_back(char(uint8_t(v >> (8 * i))));
 }
+void put_f32(std::string& o, float v) { put_u32(o, std::bit_cast<uint32_t>(v)); }
 void put_u64(std::string& o, uint64_t v) {
   for (int i = 0; i < 8; ++i) o.push_back(char(uint8_t(v >> (8 * i))));
 }
@@ -61,6 +66,7 @@ struct reader {
     for (int i = 7; i >= 0; --i) v = (v << 8) | uint8_t(p[i]);
     return v;
   }
+  float f32() { return std::bit_cast<float>(u32()); }
   std::string str() {
     const uint32_t n = u32();
     const char* p;
@@ -106,10 +112,10 @@ record_errc decode(std::string_view in, source_record& r) {
 }
 
 namespace {
-// Everything before the seen identities, as every version from 4 writes it.
+// Everything before the seen identities, as versions 4 and 6 write it.
 void encode_fields(const crawl_record& r, uint8_t version, std::string& out) {
   out.clear();
-  out.reserve(112 + posting_history::k_encoded_size + k_hints_size + r.etag.size() +
+  out.reserve(112 + posting_history::k_encoded_size + k_hints_size + k_weight_size + r.etag.size() +
               r.last_modified.size() + r.last_error.size() + r.moved_to.size() +
               r.seen.size() * sizeof(feed::seen_record));
   put_u8(out, version);
@@ -137,6 +143,10 @@ void encode_fields(const crawl_record& r, uint8_t version, std::string& out) {
   put_u32(out, h.update_s);
   put_u32(out, h.skip_hours);
   put_u8(out, h.skip_days);
+  if (version >= 6) {
+    put_f32(out, r.matched.matches);
+    put_f32(out, r.matched.articles);
+  }
 }
 }  // namespace
 
@@ -164,8 +174,9 @@ record_errc decode(std::string_view in, crawl_record& r) {
   if (in.empty()) return record_errc::empty;
   reader rd{in};
   const uint8_t version = rd.u8();
-  if (version != k_crawl_version && version != k_crawl_version_wide_seen &&
-      version != k_crawl_version_without_hints && version != k_crawl_version_without_history)
+  if (version != k_crawl_version && version != k_crawl_version_without_weight &&
+      version != k_crawl_version_wide_seen && version != k_crawl_version_without_hints &&
+      version != k_crawl_version_without_history)
     return record_errc::unknown_version;
   r.etag = rd.str();
   r.last_modified = rd.str();
@@ -180,8 +191,8 @@ record_errc decode(std::string_view in, crawl_record& r) {
   r.last_outcome = rd.u8();
   r.consecutive_errors = rd.u32();
   r.last_error = rd.str();
-  r.fetches = rd.u64();
-  r.articles = rd.u64();
+  r.fetches = uint32_t(std::min<uint64_t>(rd.u64(), UINT32_MAX));
+  r.articles = uint32_t(std::min<uint64_t>(rd.u64(), UINT32_MAX));
   r.flags = rd.u8();
   r.moved_to = rd.str();
   r.moved_count = uint8_t(std::min<uint32_t>(rd.u32(), UINT8_MAX));
@@ -200,14 +211,24 @@ record_errc decode(std::string_view in, crawl_record& r) {
     h.skip_days = rd.u8() & 0x7f;
   }
   r.hints = h;
+  r.matched = {};
+  if (version >= k_crawl_version) {
+    r.matched.matches = rd.f32();
+    r.matched.articles = rd.f32();
+    // Finite and not negative (a NaN fails both): anything else is garbage, not a weight.
+    auto sane = [](float v) { return v >= 0 && v <= std::numeric_limits<float>::max(); };
+    if (!rd.bad && (!sane(r.matched.matches) || !sane(r.matched.articles)))
+      return record_errc::bad_field;
+  }
   r.seen.clear();
   r.seen_limit = 0;
-  r.seen_converted = version != k_crawl_version;
-  if (version == k_crawl_version) r.seen_limit = rd.u32();
+  // The compact seen set (version 5 on) has its limit; older versions held 64-bit pairs.
+  const bool compact = version >= k_crawl_version_without_weight;
+  r.seen_converted = !compact;
+  if (compact) r.seen_limit = rd.u32();
   const uint32_t n = rd.u32();
   if (rd.bad) return record_errc::truncated;
-  if (n > k_max_seen || (version == k_crawl_version && r.seen_limit < n) ||
-      r.seen_limit > k_max_seen)
+  if (n > k_max_seen || (compact && r.seen_limit < n) || r.seen_limit > k_max_seen)
     return record_errc::bad_field;
   if (rd.in.size() < size_t(n) * 16) return record_errc::truncated;
   if (rd.in.size() > size_t(n) * 16) return record_errc::trailing_bytes;
@@ -215,7 +236,7 @@ record_errc decode(std::string_view in, crawl_record& r) {
   for (uint32_t i = 0; i < n; ++i) {
     const uint64_t a = rd.u64();
     const uint64_t b = rd.u64();
-    if (version == k_crawl_version) {
+    if (compact) {
       const feed::seen_record s{a, b};
       if (s.identity() == 0) return record_errc::bad_field;
       r.seen.push_back(s);

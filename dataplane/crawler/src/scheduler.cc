@@ -20,6 +20,22 @@ int64_t posting_time(bool has_published, int64_t published_s, int64_t previous_f
   return std::min(published_s, now_s);
 }
 
+// ---------------------------------------------------------------- match_weight
+
+void match_weight::decay(double elapsed_s, double half_life_s) {
+  if (elapsed_s <= 0 || half_life_s <= 0) return;
+  const double f = std::exp2(-elapsed_s / half_life_s);
+  matches = float(double(matches) * f);
+  articles = float(double(articles) * f);
+  if (articles < 1e-30f) *this = {};
+}
+
+void match_weight::add_matches(uint64_t m) {
+  if (m == 0) return;
+  if (articles <= 0) articles = 1;
+  matches = float(double(matches) + double(m));
+}
+
 // ---------------------------------------------------------------- posting_history
 
 // Every feed holds one (issue 10: <= 1 KiB per feed, everything included).

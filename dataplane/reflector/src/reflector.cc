@@ -74,6 +74,14 @@ constexpr size_t summary_html_max_bytes = size_t{8}
                                           << 10;  // HTML kept per article (then sanitized)
 constexpr size_t title_max_bytes = 400;           // of a subscription's title
 constexpr uint32_t slot_chunk = 1024;             // slots per chunk of a partition's slot array
+// Weight feedback (issue 10): sources counted per shard between reports (beyond it a new
+// source's matches are dropped and counted; at 16 bytes a slot, 16 MiB at most), entries
+// per task (a task's run stays well under a millisecond on the crawler's shard), and tasks
+// per peer per report (the rest waits a period: polls and API calls keep their share of
+// the pair's max_outstanding).
+constexpr size_t weight_max_sources = size_t{1} << 20;
+constexpr size_t weight_batch = 4096;
+constexpr uint32_t weight_tasks_per_peer = 8;
 
 int64_t wall_now() { return int64_t(std::time(nullptr)); }
 
@@ -235,6 +243,19 @@ struct call {
   std::function<void(reflector&, call&)> on_answer;  // origin: instead of an HTTP answer
 };
 using call_ptr = std::shared_ptr<call>;
+
+// A batch of this shard's match counts, to the shard that crawls their sources: run() hands
+// them to that shard's crawler through the component interface (component.h; the reflector
+// does not link the crawler), and the task comes back here to be freed.
+struct source_matches_task final : rt::task {
+  std::vector<dataplane::source_matches> items;
+  void run(rt::shard& s) override {
+    if (dataplane::component* c =
+            shard_services::of(s).parts[size_t(dataplane::component_id::crawler)])
+      c->on_source_matches(s, items);
+  }
+  void done(rt::shard&) override {}
+};
 
 // A task whose halves are closures (the control path: accounts, subscriptions).
 struct fn_task final : rt::task {
@@ -656,6 +677,21 @@ class reflector final : public dataplane::component {
   std::unique_ptr<matcher::index> replay_index_;
   std::vector<uint32_t> replay_ids_;
 
+  // ---- weight feedback (issue 10) ----
+  // Per source, the subscriptions of this shard its new articles matched since the last
+  // report; every weight_report_interval_s the counts go to each source's crawler shard
+  // (dataplane::source_shard), batched, and what a busy peer cannot take waits a period.
+  static void on_weight_timer(void* ctx);
+  void report_weights();
+  absl::flat_hash_map<uint64_t, uint64_t> source_matches_;
+  // The first sequence of this run: the store sequences nothing before the shards'
+  // components exist, so anything below it is the log's replay. Its matches were counted
+  // by the run that crawled it (counting them again would inflate the weights at every
+  // restart), and so was its article by that run's crawler.
+  uint64_t first_live_seq_ = 1;
+  uint32_t weight_interval_ms_ = 0;
+  net::timer weight_timer_;
+
   struct metrics {
     std::array<rt::counter*, feed_formats> polls{}, not_modified{};
     rt::counter* polls_remote = nullptr;
@@ -687,6 +723,9 @@ class reflector final : public dataplane::component {
     rt::counter* snapshot_files = nullptr;
     rt::counter* snapshot_bytes = nullptr;
     rt::counter* restored_lists = nullptr;
+    rt::counter* weight_sent = nullptr;
+    rt::counter* weight_kept = nullptr;
+    rt::counter* weight_dropped = nullptr;
   } m_;
 };
 
@@ -699,6 +738,10 @@ reflector::reflector(shard_services& s)
   renders_ = render_cache<rendered>(size_t{s.cfg->reflector.render_cache_mb} << 20);
   snap_timer_.set(&reflector::on_snapshot_timer, this);
   memory_timer_.set(&reflector::on_memory_timer, this);
+  weight_timer_.set(&reflector::on_weight_timer, this);
+  if (s.db != nullptr) first_live_seq_ = s.db->stats().next_seq.load(std::memory_order_relaxed);
+  weight_interval_ms_ = s.cfg->reflector.weight_report_interval_s * 1000;
+  if (weight_interval_ms_ != 0) s.rt->loop().arm(weight_timer_, weight_interval_ms_);
   memory_limit_ = uint64_t{s.cfg->reflector.memory_limit_mb} << 20;
   if (memory_limit_ != 0) {
     statm_fd_ = ::open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
@@ -794,6 +837,16 @@ reflector::reflector(shard_services& s)
                                        "Bytes of partition list snapshots handed to the writer");
   m_.restored_lists = &reg.add_counter("feedplane_reflector_restored_lists_total",
                                        "Lists restored from snapshots at start-up");
+  m_.weight_sent = &reg.add_counter(
+      "feedplane_reflector_weight_reports_sent_total",
+      "Per-source counts of matched subscriptions sent to the sources' crawler shards");
+  m_.weight_kept = &reg.add_counter(
+      "feedplane_reflector_weight_reports_kept_total",
+      "Per-source counts kept back a report period because the crawler's shard was busy");
+  m_.weight_dropped = &reg.add_counter(
+      "feedplane_reflector_weight_reports_dropped_total",
+      "Articles' match counts dropped: their source was new to a shard already holding "
+      "counts of 2^20 sources");
   load_snapshots();
 }
 
@@ -801,6 +854,7 @@ reflector::~reflector() {
   if (retry_.armed()) s_.rt->loop().disarm(retry_);
   if (snap_timer_.armed()) s_.rt->loop().disarm(snap_timer_);
   if (memory_timer_.armed()) s_.rt->loop().disarm(memory_timer_);
+  if (weight_timer_.armed()) s_.rt->loop().disarm(weight_timer_);
   if (statm_fd_ >= 0) ::close(statm_fd_);
   stop_snapshots();
   libdeflate_free_compressor(gz_);
@@ -1741,6 +1795,7 @@ void reflector::on_article(rt::shard&, const rt::article_ref& a) {
   const uint64_t replaces = a->meta().replaces;
   const int64_t now = wall_now();
   bool any = false;
+  uint64_t matched = 0;  // subscriptions the article matched (the weight feedback)
   // Fast: at 10M subscriptions an article appends to ~100,000 cold lists, two or three
   // dependent misses each (the pointer, the subscription, its list's slot). A software
   // pipeline starts each load ahead of its use (pointer 2d ahead, subscription d, slot
@@ -1769,6 +1824,7 @@ void reflector::on_article(rt::shard&, const rt::article_ref& a) {
     }
     subscription* s = sub_at(i);
     if (s == nullptr || seq <= s->from_seq) continue;
+    ++matched;
     if (s->restored && seq <= applied_[s->partition]) continue;  // the snapshot has it
     dirty_[s->partition] = 1;
     const size_t before = s->list.size();
@@ -1780,8 +1836,72 @@ void reflector::on_article(rt::shard&, const rt::article_ref& a) {
     any = true;
   }
   if (any) remember(*a);
+  // One map add per article that matched anything, none per match.
+  if (matched != 0 && seq >= first_live_seq_) {
+    const uint64_t sid = a->meta().source_id;
+    if (source_matches_.size() < weight_max_sources) {
+      source_matches_[sid] += matched;
+    } else if (auto it = source_matches_.find(sid); it != source_matches_.end()) {
+      it->second += matched;
+    } else {
+      m_.weight_dropped->add();
+    }
+  }
   m_.list_entries->set(int64_t(list_entries_));
   observe_match(*a, t0, replaying);
+}
+
+// ---- weight feedback ----
+
+void reflector::on_weight_timer(void* ctx) {
+  auto& self = *static_cast<reflector*>(ctx);
+  // Stopping: a peer may be tearing its components down. The counts since the last report
+  // are lost (one period's: the weight is an estimate, and the articles' own count stays).
+  if (self.stopping_) return;
+  self.report_weights();
+  self.s_.rt->loop().arm(self.weight_timer_, self.weight_interval_ms_);
+}
+
+void reflector::report_weights() {
+  if (source_matches_.empty()) return;
+  rt::shard& sh = *s_.rt;
+  const uint32_t n = sh.count();
+  // One open batch per peer; a peer is closed for this report once it refused a batch or
+  // took weight_tasks_per_peer of them. Each batch is opened only after can_send() and
+  // sent before any other task to that peer, so its send() cannot be refused.
+  std::vector<std::unique_ptr<source_matches_task>> open(n);
+  std::vector<uint32_t> tasks(n, 0);
+  std::vector<uint8_t> closed(n, 0);
+  auto send = [&](uint32_t j) {
+    m_.weight_sent->add(open[j]->items.size());
+    rt::task_ptr tp = std::move(open[j]);
+    sh.send(j, tp);  // cannot refuse: can_send(j) was checked when the batch was opened
+    ++tasks[j];
+  };
+  size_t kept = 0;
+  for (auto it = source_matches_.begin(); it != source_matches_.end();) {
+    const uint32_t j = dataplane::source_shard(it->first, n);
+    if (open[j] == nullptr && closed[j] == 0) {
+      if (tasks[j] < weight_tasks_per_peer && sh.can_send(j)) {
+        open[j] = std::make_unique<source_matches_task>();
+        open[j]->items.reserve(std::min(weight_batch, source_matches_.size()));
+      } else {
+        closed[j] = 1;
+      }
+    }
+    if (closed[j] != 0) {
+      ++kept;
+      ++it;
+      continue;
+    }
+    open[j]->items.push_back({it->first, it->second});
+    source_matches_.erase(it++);
+    if (open[j]->items.size() == weight_batch) send(j);
+  }
+  for (uint32_t j = 0; j < n; ++j) {
+    if (open[j] != nullptr) send(j);
+  }
+  m_.weight_kept->add(kept);
 }
 
 void reflector::observe_match(const rt::article& a, std::chrono::steady_clock::time_point t0,

@@ -16,9 +16,11 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string_view>
 #include <vector>
 
+#include "feedplane/dataplane/sources.h"
 #include "feedplane/runtime/messages.h"
 #include "feedplane/runtime/shard.h"
 
@@ -50,6 +52,11 @@ class component : public runtime::shard_listener {
   // Start-up is over for this component on this shard: it can serve reads (/readyz). The
   // reflector, say, once it re-matched the article log that the store replayed.
   virtual bool ready() const { return true; }
+  // Counts of subscriptions matched by the new articles of sources this shard crawls
+  // (source_shard), sent by some shard's reflector in a task: the crawler's weights.
+  // Through this interface, not a crawler function, so the reflector need not link the
+  // crawler (sources.h).
+  virtual void on_source_matches(runtime::shard&, std::span<const source_matches>) {}
 };
 
 // What a shard's components and HTTP handlers reach. runtime::shard::context() and every

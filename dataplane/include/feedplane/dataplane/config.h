@@ -48,6 +48,9 @@ struct crawler_config {
   // weekly profile; 0 = no budget (every feed stays on the adaptive interval).
   uint32_t fetch_budget_per_hour = 0;
   uint32_t budget_max_interval_s = 604'800;  // the longest interval the allocation gives
+  // A feed's weight (1 + subscriptions an article of it reaches) counts an article half as
+  // much per half-life, so it follows a change of audience within about this long.
+  uint32_t weight_half_life_s = 604'800;
   // Politeness per politeness key (registrable domain or shared platform).
   uint32_t per_domain_connections = 2;  // fetches in flight at once
   uint32_t per_domain_rate = 4;         // fetch starts per second; 0 = no rate cap
@@ -75,6 +78,9 @@ struct reflector_config {
   uint32_t render_cache_mb = 128;     // per shard: feeds rendered since their last change
   uint32_t max_subscriptions = 100;   // per account (the admin bulk route has no limit)
   uint32_t snapshot_interval_s = 30;  // lists snapshotted at most this far apart (0: never)
+  // Each shard's counts of the subscriptions each source's articles matched go to the
+  // source's crawler (its fetch weight) this often.
+  uint32_t weight_report_interval_s = 10;
 };
 
 struct api_config {

@@ -8,7 +8,9 @@
 //                                and installed on its owner shard (200 when it existed)
 //   GET    /api/sources          ?after=ID&limit=N (1..1000, default 100), in id order ->
 //                                {"sources": [{"id", "url", "title", ...}], "next": ID|null}
-//   GET    /api/sources/{id}     the source's status (crawler.cc: status_json)
+//   GET    /api/sources/{id}     the source's status (crawler.cc: status_on_owner), with its
+//                                weight: 1 + the subscriptions a recent article matched
+//                                (scheduler.h: match_weight; the reflectors report them)
 //   DELETE /api/sources/{id}     -> 200 {"deleted": ID} once durable
 //   POST   /api/sources:import   OPML body -> {"added", "duplicates", "invalid": [...]}
 //   GET    /api/sources:export   OPML 2.0 of every source

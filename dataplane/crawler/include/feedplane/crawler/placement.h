@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "feedplane/dataplane/sources.h"
+
 namespace feedplane::crawler {
 
 // The registrable domain of host ("news.bbc.co.uk" -> "bbc.co.uk"), lower-case; the host
@@ -26,8 +28,11 @@ inline uint64_t next_id_candidate(uint64_t id) {
   return (id & 0xffffffff00000000ull) | uint32_t(uint32_t(id) + 1);
 }
 
-// The shard of a source id among `shards`.
-inline uint32_t owner_of(uint64_t id, uint32_t shards) { return uint32_t((id >> 32) % shards); }
+// The shard of a source id among `shards` (dataplane's one rule, which the reflector also
+// uses to send a source's matches to its crawler).
+inline uint32_t owner_of(uint64_t id, uint32_t shards) {
+  return dataplane::source_shard(id, shards);
+}
 
 // Store keys of both crawler kinds: the id, big-endian (8 bytes), so a scan is in id order.
 std::string store_key(uint64_t id);

@@ -46,17 +46,21 @@ struct packed_hints {
 // The fixed-size part of a crawl record: what a source keeps resident as is (its strings
 // and seen records are kept elsewhere, compactly). 152 bytes: ordered without padding, and
 // narrower than the record's fields where the value is bounded (an HTTP status, a write's
-// credit of new entries, three redirect observations, a body under the client's cap).
+// credit of new entries, three redirect observations, a body under the client's cap, and
+// the two counters, which saturate: 2^32 fetches at the 1 s floor take 136 years).
 struct crawl_fields {
   posting_history history;    // what the feed's postings taught the scheduler (version 3)
   int64_t next_fetch_ms = 0;  // unix milliseconds
   int64_t last_fetch_ms = 0;
-  uint64_t fetches = 0;
-  uint64_t articles = 0;
+  uint32_t fetches = 0;   // saturates
+  uint32_t articles = 0;  // saturates
   uint32_t interval_s = 0;
   uint32_t last_bytes = 0;  // saturates (bodies are capped far below 4 GiB)
   uint32_t consecutive_errors = 0;
   packed_hints hints;  // the publisher's, from its last parsed document (version 4)
+  // The subscriptions its articles reached: the allocation's weight (version 6). As of
+  // last_fetch_ms: aged at each fetch, so the record's pair stays consistent.
+  match_weight matched;
   uint16_t last_status = 0;
   uint16_t last_new = 0;
   uint8_t moved_count = 0;
@@ -92,9 +96,9 @@ std::string_view record_errc_name(record_errc e);
 
 void encode(const source_record& r, std::string& out);
 record_errc decode(std::string_view in, source_record& r);
-// Writes version 5.
+// Writes version 6.
 void encode(const crawl_record& r, std::string& out);
-// Reads versions 2 to 5.
+// Reads versions 2 to 6.
 record_errc decode(std::string_view in, crawl_record& r);
 
 // Version 4 (the last with 64-bit seen pairs, written by feedplane before the compact

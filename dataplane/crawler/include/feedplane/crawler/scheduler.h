@@ -7,6 +7,7 @@
 // without history stays in schedule.h.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -77,6 +78,38 @@ class posting_history {
   float count_ = 0;         // decayed postings, as of updated_s_
   int64_t since_s_ = 0;     // the window's start (0: never watched)
   int64_t updated_s_ = 0;
+};
+
+// ---- weight (issue 10: "1 + the number of subscriptions its recent articles matched") ----
+
+// A feed's weight in the allocation: 1 + the subscriptions one of its recent articles
+// reaches, that is the decayed sum of the subscriptions its articles matched (every shard's
+// reflector counts its own subscriptions; they are disjoint, so the counts add) over the
+// decayed count of its articles. Why a ratio and not the decayed matches alone: that sum
+// grows with the posting rate, which the allocation already takes (sqrt(weight x rate)), so
+// a busy feed would get fetches in proportion to its rate instead of its square root; and
+// Sia and Cho's objective weighs each posting's delay by the readers it reaches, which is
+// what the ratio measures. A feed whose every article matches the same N subscriptions has
+// weight 1 + N however often it posts. Both parts decay by one factor, so the ratio moves
+// only when articles or matches arrive: recent articles count more than old ones, and a
+// feed that falls quiet keeps its weight (its rate already says it is quiet).
+// 8 bytes in the source's crawl_fields, persisted with its crawl record (version 6).
+struct match_weight {
+  float matches = 0;   // decayed subscription matches of its articles, summed over shards
+  float articles = 0;  // decayed articles it published (the crawler counts them at commit)
+
+  // Ages both parts by elapsed_s under half_life_s (0: no decay). Parts that decayed to
+  // nothing (about 100 half-lives) are cleared rather than left to lose precision.
+  void decay(double elapsed_s, double half_life_s);
+  void add_articles(uint64_t n) { articles = float(double(articles) + double(n)); }
+  // Matches of articles not counted here (committed by a version that did not count them)
+  // count as from one article, so the weight stays finite.
+  void add_matches(uint64_t m);
+  // 1 + matches per article; 1 without articles. At most k_max (no deployment has more
+  // subscriptions), so a garbled record cannot give the allocation an infinity.
+  static constexpr float k_max = 1e9f;
+  float weight() const { return articles > 0 ? std::min(1.0f + matches / articles, k_max) : 1.0f; }
+  friend bool operator==(const match_weight&, const match_weight&) = default;
 };
 
 // ---- allocation (Theorem 1) ----

@@ -56,7 +56,6 @@ struct source {
   source_text text;        // url, title, validators, last error, pending redirect target
   feed::feed_state state;  // document hash and seen records
   crawl_fields rec;        // schedule, status, posting history, publisher's hints
-  float weight = 1;        // the allocation's weight (1 + subscriptions matched: not fed yet)
   // Bits, so that the map's node (links, key, source) stays in a 256-byte allocation.
   bool durable : 1 = false;  // its source record is durable: listed and fetched
   bool writing : 1 = false;  // a crawl write is in flight (no fetch starts meanwhile)
@@ -64,6 +63,11 @@ struct source {
   bool slot : 1 = false;     // a start slot under its domain's rate cap is reserved for it
   bool moved : 1 = false;    // url changed (a permanent redirect adopted): rewrite its record
   bool wave : 1 = false;     // fetched overdue at a restart: spread its next fetch (schedule.h)
+  // Matches arrived since its last crawl write: the next fetch writes, even a 304's.
+  bool weight_changed : 1 = false;
+
+  // The allocation's weight: 1 + the subscriptions a recent article of it matched.
+  float weight() const { return rec.matched.weight(); }
 
   std::string_view url() const { return text.get(source_text::url); }
   std::string_view title() const { return text.get(source_text::title); }

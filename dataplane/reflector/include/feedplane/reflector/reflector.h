@@ -34,6 +34,11 @@
 // partitions' lists (snapshot.h, every reflector.snapshot_interval_s and on a clean stop):
 // a start restores them and re-matches, below the snapshots' sequences, only the
 // subscriptions they do not cover.
+//
+// Weight feedback (issue 10): each shard counts, per source, how many of its subscriptions
+// the source's new articles matched (not the replayed log's), and every
+// reflector.weight_report_interval_s sends the counts to the shard that crawls the source
+// (component::on_source_matches), which makes them the source's fetch weight.
 #pragma once
 
 #include "feedplane/dataplane/component.h"
