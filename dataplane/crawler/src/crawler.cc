@@ -1018,8 +1018,11 @@ void crawler::fetched(uint64_t fetch_id, net::fetch_result& r) {
     const uint32_t before = c.interval_s;
     c.interval_s = adapt_interval(c.interval_s, 0, 0, bounds_);
     schedule_after_success(*s, r, now);
-  if (c.fetches != UINT32_MAX) ++c.fetches;
-  const uint8_t observed_before = c.moved_count;
+    // Nothing new to keep: persist only when the schedule, a redirect's observations or the
+    // weight moved (a restart then resumes them: a 301 is adopted after 3, not 3 since the
+    // start).
+    if (c.interval_s != before || s->moved || c.moved_count != observed_before || s->weight_changed)
+      commit(*s, {});
   } else if (r.status == 410) {
     c.flags |= crawl_gone;
     c.consecutive_errors = 0;
