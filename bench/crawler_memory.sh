@@ -85,10 +85,12 @@ rss1=$(rss_kib "$pid")
 echo "fetches by result:"; curl -s "$base/metrics" | grep '^feedplane_crawler_fetches_total' || true
 echo "articles: $(metric feedplane_crawler_articles_total)"
 echo "feedplane with $feeds sources fetched once: VmRSS $rss1 KiB"
+echo "  of which the store's memtables: $(( $(metric feedplane_store_memtable_bytes) / 1024 )) KiB"
 echo "per feed: $(( (rss1 - rss0) * 1024 / feeds )) bytes"
 kill "$pid"; wait "$pid" || true; pid=""
 start
 sleep 5
 rss2=$(rss_kib "$pid")
 echo "after a restart, $(metric feedplane_crawler_sources) sources loaded from the store: VmRSS $rss2 KiB"
+echo "  of which the store's memtables: $(( $(metric feedplane_store_memtable_bytes) / 1024 )) KiB"
 echo "per feed after the restart: $(( (rss2 - rss0) * 1024 / feeds )) bytes"

@@ -16,6 +16,11 @@
 #     MAX_IN_FLIGHT=1024 fetches in flight ([crawler] max_in_flight; the peer's cap)
 #     FEED_BYTES=8192  document size (--feed-bytes)
 #     ADDRESSES=16     loopback addresses the farm's hosts spread over (--addresses)
+#     EXTRA_FEED_SHARE=0.05 share of feeds on a host that already has one (the farm's
+#                      --extra-feed-share): at the default nearly every feed has its own
+#                      host, so nearly every fetch opens a connection, as crawling the small
+#                      web at long intervals does; 0.99 puts them on ~1% as many hosts, and
+#                      connections are kept (both clients pay the same either way)
 #     FARM_CPUS, FP_CPUS  taskset lists (default: the farm on the last allowed CPU,
 #                      feedplane and the peer on the others); NO_PIN=1: serve --no-pin
 #     OUT=DIR          keep the files (logs, samples, runs.tsv) in DIR
@@ -228,6 +233,7 @@ echo "crawler throughput: FEEDS=$feeds CHANGE=$change FEED_BYTES=$feed_bytes DUR
 : >"$tmp/farm.out"
 (on "$farm_cpus" "$bin" farm --feeds "$feeds" --seed "${SEED:-1}" --listen 127.0.0.1:0 --start-paused \
   --change-share "$change" --feed-bytes "$feed_bytes" --addresses "$addresses" \
+  --extra-feed-share "${EXTRA_FEED_SHARE:-0.05}" \
   --opml "$tmp/feeds.opml" --pins "$tmp/pins.txt") >"$tmp/farm.out" 2>"$tmp/farm.log" &
 farm_pid=$!
 until grep -q '^farm: listening' "$tmp/farm.out"; do

@@ -81,6 +81,7 @@ struct flags {
   std::string ca_out;
   size_t cert_cache = 65536;
   double change_share = 0;
+  double extra_feed_share = farm::options{}.extra_feed_share;
   uint32_t feed_bytes = 0;
 };
 
@@ -484,6 +485,7 @@ int run(const flags& fl) {
   opt.https_share = fl.https_share;
   opt.addresses = fl.addresses;
   opt.change_share = fl.change_share;
+  opt.extra_feed_share = fl.extra_feed_share;
   if (fl.change_share > 0) {
     // Every feed revalidates: the fetches that find no change get 304.
     opt.last_modified_only_share = 0;
@@ -742,6 +744,11 @@ int cli_main(int argc, char** argv) {
                  "ETag and Last-Modified, so the rest get 304 to a conditional GET")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--extra-feed-share", fl.extra_feed_share,
+                 "share of feeds placed on a host that already has one (more: fewer hosts, "
+                 "so a crawler keeps its connections; 0.99 puts 10,000 feeds on about 100)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 0.9999));
   app.add_option("--feed-bytes", fl.feed_bytes,
                  "every document about B bytes (instead of log-normal sizes, median 7.6 KB)")
       ->check(CLI::Range(1000, 4'000'000));

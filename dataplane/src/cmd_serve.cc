@@ -257,6 +257,8 @@ void store_samples(const store::store& db, std::vector<runtime::metric_sample>& 
       double(s.groups.load(std::memory_order_relaxed)));
   add("feedplane_store_queue_depth", "Writes waiting in the shards' write rings",
       metric_type::gauge, double(db.queue_depth()));
+  add("feedplane_store_memtable_bytes", "Bytes in the store's memtables (every family)",
+      metric_type::gauge, double(db.memtable_bytes()));
   add("feedplane_store_ring_full_waits_total",
       "Times the store waited for space in a shard's event or article ring", metric_type::counter,
       double(s.ring_full_waits.load(std::memory_order_relaxed)));

@@ -562,6 +562,13 @@ void store::stop() {
 
 void store::wake_store() { sleeper_.word().notify_one(); }
 
+uint64_t store::memtable_bytes() const {
+  uint64_t v = 0;
+  if (!impl_->db->GetAggregatedIntProperty(rocksdb::DB::Properties::kCurSizeAllMemTables, &v))
+    return 0;
+  return v;
+}
+
 uint64_t store::queue_depth() const {
   uint64_t n = 0;
   for (const store_port& p : impl_->ports) n += p.in->occupancy();

@@ -155,6 +155,9 @@ class store {
   }
   // Writes waiting in all write rings now (sum of occupancy; a gauge).
   uint64_t queue_depth() const;
+  // Bytes in RocksDB's memtables, every family, active and waiting to be flushed (a gauge;
+  // RocksDB's properties are thread-safe).
+  uint64_t memtable_bytes() const;
 
   // Reads, from any thread (RocksDB reads are thread-safe and see every acknowledged
   // write). False when absent or on error (then *error is set, else cleared).
