@@ -86,6 +86,7 @@ echo "fetches by result:"; curl -s "$base/metrics" | grep '^feedplane_crawler_fe
 echo "articles: $(metric feedplane_crawler_articles_total)"
 echo "feedplane with $feeds sources fetched once: VmRSS $rss1 KiB"
 echo "  of which the store's memtables: $(( $(metric feedplane_store_memtable_bytes) / 1024 )) KiB"
+echo "  schedule entries: $(metric feedplane_crawler_schedule_entries) (one per source, plus stale ones)"
 echo "per feed: $(( (rss1 - rss0) * 1024 / feeds )) bytes"
 kill "$pid"; wait "$pid" || true; pid=""
 start

@@ -85,6 +85,36 @@ TEST(provisioner_feedplane, full_tls_handshakes_are_charged_to_crawling) {
               fetches * l.w.https_share * per_fetch, 1e-6 * fetches * per_fetch);
 }
 
+TEST(provisioner_feedplane, resumed_handshakes_cost_what_the_client_measured) {
+  // Moving a share of the handshakes from full to resumed takes exactly that share of the
+  // difference between the two coefficients off the crawl host's CPU.
+  loaded l;
+  load(l, "moonshot-1m-10m", "project-machine");
+  fp::fp_shape s;
+  s.layout = fp_layout::split;
+  s.hosts[size_t(fp_role::crawl)] = 1;
+  s.hosts[size_t(fp_role::match)] = 1;
+  s.hosts[size_t(fp_role::nats)] = 3;
+  const auto crawl_cpu = [&](double resumed) {
+    fp::workload w = l.w;
+    w.tls_handshake_share = 1;
+    w.tls_resumed_share = resumed;
+    fp::fp_model m;
+    EXPECT_TRUE(fp::fp_model::make(w, l.costs, l.nodes, m).empty());
+    return m.utilisation(s, fp_role::crawl, fp::resource::cpu);
+  };
+  const double full = crawl_cpu(0), resumed = crawl_cpu(1), half = crawl_cpu(0.5);
+  EXPECT_LT(resumed, full);
+  EXPECT_NEAR(full - half, (full - resumed) / 2, 1e-9);
+  const double saved = l.costs.find("cpu_per_tls_handshake")->value -
+                       l.costs.find("cpu_per_tls_resumed_handshake")->value;
+  EXPECT_GT(saved, 0);
+  const double fetches = l.w.feeds / l.w.crawl_interval_s;
+  const fp::node_class& n = l.nodes.front();
+  EXPECT_NEAR((full - resumed) * n.cores * n.cpu_speed / n.headroom,
+              fetches * l.w.https_share * saved, 1e-6 * fetches * saved);
+}
+
 TEST(provisioner_feedplane, large_plan_counts_nats_and_matches_partitions) {
   loaded l;
   load(l, "large-100m-1b", "c64");

@@ -57,6 +57,7 @@ std::vector<input_error> fp_model::make(const workload& w, const cost_model& cos
       {"cpu_per_fetch_304", &co::cpu_304},
       {"cpu_per_fetch_tls_extra", &co::cpu_tls},
       {"cpu_per_tls_handshake", &co::cpu_handshake},
+      {"cpu_per_tls_resumed_handshake", &co::cpu_resumed},
       {"cpu_per_parse_8kb", &co::cpu_parse_8kb},
       {"fetch_request_bytes", &co::fetch_request},
       {"fetch_304_bytes", &co::fetch_304},
@@ -111,7 +112,10 @@ void fp_model::crawl_demand(double feeds, double out[resource_count]) const {
   out[size_t(resource::cpu)] +=
       fetches *
           (nm * c_.cpu_304 + (1 - nm) * (c_.cpu_200 + c_.cpu_parse_8kb * w_.feed_bytes / 8192) +
-           w_.https_share * (c_.cpu_tls + w_.tls_handshake_share * c_.cpu_handshake)) +
+           w_.https_share *
+               (c_.cpu_tls + w_.tls_handshake_share *
+                                 ((1 - w_.tls_resumed_share) * c_.cpu_handshake +
+                                  w_.tls_resumed_share * c_.cpu_resumed))) +
       articles * c_.nats_cpu;
   out[size_t(resource::memory)] += feeds * c_.per_feed;
   out[size_t(resource::in_bw)] += fetches * ((1 - nm) * w_.feed_bytes + nm * c_.fetch_304) * 8;

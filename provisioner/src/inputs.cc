@@ -199,6 +199,7 @@ std::vector<input_error> read_workload(std::string_view text, std::string_view f
     r.number("not_modified_share", w.not_modified_share, 0, 1);
     r.number("https_share", w.https_share, 0, 1);
     r.number("tls_handshake_share", w.tls_handshake_share, 0, 1);
+    r.number("tls_resumed_share", w.tls_resumed_share, 0, 1);
     r.number("feed_bytes", w.feed_bytes, 1, 1e9);
     r.number("entries_per_feed", w.entries_per_feed, 0, 1e6);
     r.number("articles_per_s_per_million_feeds", w.articles_per_s_per_million_feeds, 0, 1e9);

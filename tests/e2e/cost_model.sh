@@ -21,6 +21,7 @@ cat >"$tmp/in/http_client.json" <<'J'
  {"name": "feedplane_vs_libcurl_multi/200/iterations:4/manual_time", "run_type": "iteration", "time_unit": "ms", "fp_cpu_us_per_fetch": 14.0},
  {"name": "feedplane_vs_libcurl_multi/304/iterations:4/manual_time", "run_type": "iteration", "time_unit": "ms", "fp_cpu_us_per_fetch": 12.0},
  {"name": "feedplane_vs_libcurl_multi/https_200/iterations:4/manual_time", "run_type": "iteration", "time_unit": "ms", "fp_cpu_us_per_fetch": 30.0},
+ {"name": "feedplane_vs_libcurl_multi/https_new_conn/iterations:4/manual_time", "run_type": "iteration", "time_unit": "ms", "fp_cpu_us_per_fetch": 55.0},
  {"name": "feedplane_vs_libcurl_multi/https_new_full/iterations:4/manual_time", "run_type": "iteration", "time_unit": "ms", "fp_cpu_us_per_fetch": 130.0}]}
 J
 cat >"$tmp/in/feed.json" <<'J'
@@ -45,6 +46,7 @@ assert abs(c["cpu_per_fetch_200"]["value"] - 14e-6) < 1e-12, c["cpu_per_fetch_20
 assert c["cpu_per_fetch_200"]["kind"] == "measured" and c["cpu_per_fetch_200"]["commit"]
 assert abs(c["cpu_per_fetch_tls_extra"]["value"] - 16e-6) < 1e-12
 assert abs(c["cpu_per_tls_handshake"]["value"] - 100e-6) < 1e-12, c["cpu_per_tls_handshake"]
+assert abs(c["cpu_per_tls_resumed_handshake"]["value"] - 25e-6) < 1e-12, c["cpu_per_tls_resumed_handshake"]
 assert abs(c["cpu_per_match_insert"]["value"] - 95e-9) < 1e-15 and c["cpu_per_match_insert"]["kind"] == "measured"
 assert abs(c["cpu_per_parse_8kb"]["value"] - 11e-6) < 1e-12
 assert abs(c["cpu_per_article_prepare"]["value"] - 1.8e-6) < 1e-12

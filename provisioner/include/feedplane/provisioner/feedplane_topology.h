@@ -72,10 +72,10 @@ class fp_model {
   std::vector<node_class> classes_;
   const cost_model* costs_ = nullptr;
   struct coefficients {
-    double cpu_200, cpu_304, cpu_tls, cpu_handshake, cpu_parse_8kb, fetch_request, fetch_304,
-        per_feed, disk_per_feed, stream_bytes, disk_per_article, nats_cpu, nats_replicas, nats_base,
-        prepare, per_shard, insert, poll_cpu, poll_tls, poll_request, poll_304, poll_item, per_sub,
-        disk_per_sub, cached_article, cache_s, host_base;
+    double cpu_200, cpu_304, cpu_tls, cpu_handshake, cpu_resumed, cpu_parse_8kb, fetch_request,
+        fetch_304, per_feed, disk_per_feed, stream_bytes, disk_per_article, nats_cpu, nats_replicas,
+        nats_base, prepare, per_shard, insert, poll_cpu, poll_tls, poll_request, poll_304,
+        poll_item, per_sub, disk_per_sub, cached_article, cache_s, host_base;
   } c_{};
 };
 

@@ -32,9 +32,14 @@ struct workload {
   double crawl_interval_s = 900;
   double not_modified_share = 0;  // share of fetches that bring no body (304, unchanged)
   double https_share = 0;         // share of fetches over TLS
-  // Of those, the share that opens a new connection with a full handshake: fetches of a
-  // host minutes apart find no pooled connection, and the client resumes no sessions yet.
+  // Of those, the share that opens a new connection with a handshake: fetches of a host
+  // minutes apart find no pooled connection.
   double tls_handshake_share = 1;
+  // Of those handshakes, the share that resumes a session from the crawler's per-host TLS
+  // 1.3 tickets (cpu_per_tls_resumed_handshake) rather than a full one: only while the
+  // server still honours the ticket (nginx and Apache forget them after 5 minutes by
+  // default, large CDNs keep them for hours), so it depends on the hosts and the interval.
+  double tls_resumed_share = 0;
   double feed_bytes = 7606;
   double entries_per_feed = 10;
   double articles_per_s_per_million_feeds = 48.5;
