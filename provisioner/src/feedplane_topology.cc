@@ -112,10 +112,9 @@ void fp_model::crawl_demand(double feeds, double out[resource_count]) const {
   out[size_t(resource::cpu)] +=
       fetches *
           (nm * c_.cpu_304 + (1 - nm) * (c_.cpu_200 + c_.cpu_parse_8kb * w_.feed_bytes / 8192) +
-           w_.https_share *
-               (c_.cpu_tls + w_.tls_handshake_share *
-                                 ((1 - w_.tls_resumed_share) * c_.cpu_handshake +
-                                  w_.tls_resumed_share * c_.cpu_resumed))) +
+           w_.https_share * (c_.cpu_tls + w_.tls_handshake_share *
+                                              ((1 - w_.tls_resumed_share) * c_.cpu_handshake +
+                                               w_.tls_resumed_share * c_.cpu_resumed))) +
       articles * c_.nats_cpu;
   out[size_t(resource::memory)] += feeds * c_.per_feed;
   out[size_t(resource::in_bw)] += fetches * ((1 - nm) * w_.feed_bytes + nm * c_.fetch_304) * 8;
