@@ -113,12 +113,20 @@ int64_t wall_ms() {
 // Politeness state of one politeness key (the id's high 32 bits), on its owner shard. Only
 // keys with something to remember have one: rebalance() drops idle ones once a minute (a
 // million feeds on a million hosts would otherwise keep a state per host for ever).
+//
+// Its due sources that cannot start (the rate cap's next slot not come, the connections all
+// taken, a pause) wait in one queue, in the order they fell due, and start from its head:
+// first due, first fetched, whatever holds them back. (Sources put back on the schedule at
+// a pause's end would follow the heap's tie-break, the id, and the same few would go first
+// after every pause, starving the rest of a host that pauses often.)
 struct domain_state {
   uint32_t in_flight = 0;
-  uint32_t waiting_head = 0;      // waiting[waiting_head..] are still waiting
-  int64_t next_start_ms = 0;      // the rate cap's next free start slot
-  int64_t paused_until_ms = 0;    // Retry-After from one of its hosts
-  std::vector<uint64_t> waiting;  // due sources held back by the concurrency cap, in order
+  uint32_t waiting_head = 0;    // waiting[waiting_head..] are still waiting
+  int64_t next_start_ms = 0;    // the rate cap's next free start slot
+  int64_t paused_until_ms = 0;  // Retry-After from one of its hosts
+  int64_t wake_ms = 0;          // the queue's pending wake-up (0: none)
+  // (due ms, id): the due time tells a source rescheduled meanwhile (stale) from a live one.
+  std::vector<std::pair<int64_t, uint64_t>> waiting;
 
   bool idle(int64_t now) const {
     return in_flight == 0 && waiting_head == waiting.size() && next_start_ms <= now &&
@@ -348,6 +356,12 @@ class crawler final : public dataplane::component {
 
   void fail(source& s, std::string_view error_name, int64_t now, int64_t not_before_ms = 0);
   void release_domain(uint64_t sid);
+  void pause_domain(uint32_t key, int64_t until_ms);
+  void wake_domain(uint32_t key, domain_state& d, int64_t at_ms);
+  bool can_start(const domain_state& d, int64_t now) const;
+  bool credits_allow(rt::write_ring& ring);
+  void start_in(domain_state& d, source& s, int64_t now);
+  bool drain(domain_state& d, uint32_t key, int64_t now, rt::write_ring& ring);
   // Schedules the next fetch after a success: the interval, bounded by the response's
   // freshness (never later than the ceiling).
   void schedule_after_success(source& s, const net::fetch_result& r, int64_t now);
@@ -389,7 +403,11 @@ class crawler final : public dataplane::component {
   int64_t tick_at_ = 0;  // unix ms the tick is armed for (0: not armed)
 
   std::unordered_map<uint32_t, domain_state> domains_;  // by politeness key hash
-  std::unordered_map<uint64_t, uint64_t> fetches_in_;   // fetch id -> source id
+  // (ms, key): when a domain's queue may move (a rate slot, a pause's end, a fetch ended).
+  std::priority_queue<std::pair<int64_t, uint32_t>, std::vector<std::pair<int64_t, uint32_t>>,
+                      std::greater<>>
+      domain_wakes_;
+  std::unordered_map<uint64_t, uint64_t> fetches_in_;  // fetch id -> source id
   source* starting_ = nullptr;  // the source whose client.fetch() call is running
   uint32_t in_flight_ = 0;
   uint32_t writes_pending_ = 0;                       // crawl writes not yet acknowledged
@@ -812,8 +830,7 @@ void crawler::on_streamed(rt::shard&) {
         s.rec.next_fetch_ms > now) {
       // A host's Retry-After pauses its whole domain, also across a restart: the pause is
       // kept only in the records of the sources that were answered 429 or 503.
-      domain_state& d = domains_[uint32_t(sid >> 32)];
-      d.paused_until_ms = std::max(d.paused_until_ms, s.rec.next_fetch_ms);
+      pause_domain(uint32_t(sid >> 32), s.rec.next_fetch_ms);
       schedule(s, s.rec.next_fetch_ms, reason::retry_after);
     } else if (s.fetched) {
       s.wave = s.rec.next_fetch_ms <= now;  // every overdue source is due now: one wave
@@ -872,13 +889,20 @@ void crawler::pump() {
   if (now >= next_rebalance_ms_) rebalance(now);
   rt::write_ring& ring = s_.rt->peers().writes(s_.rt->index());
   bool blocked = !backlog_.empty() || !replies_.empty();
+  // Domain queues that may move first: they hold sources due before any in the heap.
+  while (!blocked && !domain_wakes_.empty() && domain_wakes_.top().first <= now) {
+    const auto [at, key] = domain_wakes_.top();
+    domain_wakes_.pop();
+    auto it = domains_.find(key);
+    if (it == domains_.end() || it->second.wake_ms != at) continue;  // stale
+    it->second.wake_ms = 0;
+    if (!drain(it->second, key, now, ring)) {
+      wake_domain(key, it->second, now);  // the credits ran out: resumes with them
+      blocked = true;
+    }
+  }
   while (!blocked && !heap_.empty() && heap_.top().first <= now) {
-    // Credits: each fetch in flight holds one write slot (its articles and state travel in
-    // one write), so a finished fetch always finds room; a full ring starts nothing.
-    // The client's own cap (client_options::max_in_flight, when it is shared) too.
-    if (in_flight_ >= cfg_.max_in_flight || in_flight_ + 1 > ring.free_slots() ||
-        !s_.client->can_fetch()) {
-      credit_stalls_->add();
+    if (!credits_allow(ring)) {
       blocked = true;
       break;
     }
@@ -891,31 +915,21 @@ void crawler::pump() {
       continue;
     }
     if ((s->rec.flags & crawl_gone) != 0) continue;
-    domain_state& d = domains_[uint32_t(sid >> 32)];
+    const uint32_t key = uint32_t(sid >> 32);
+    domain_state& d = domains_[key];
+    if (d.waiting_head == d.waiting.size() && can_start(d, now)) {
+      start_in(d, *s, now);
+      continue;
+    }
+    // Behind the domain's queue, its due time kept (the status shows what holds it).
+    s->rec.next_reason =
+        uint8_t(d.paused_until_ms > now ? reason::retry_after : reason::politeness);
+    d.waiting.emplace_back(at, sid);
     if (d.paused_until_ms > now) {
-      schedule(*s, d.paused_until_ms, reason::retry_after);
-      continue;
-    }
-    if (cfg_.per_domain_rate != 0 && !s->slot) {
-      // Reserve the domain's next start slot: due sources of one domain queue up in time,
-      // one heap push each, instead of polling.
-      const int64_t gap = std::max<int64_t>(1, 1000 / int64_t(cfg_.per_domain_rate));
-      const int64_t at_slot = std::max(d.next_start_ms, now);
-      d.next_start_ms = at_slot + gap;
-      if (at_slot > now) {
-        s->slot = true;
-        schedule(*s, at_slot, reason::politeness);
-        continue;
-      }
-    }
-    if (d.in_flight >= cfg_.per_domain_connections) {
-      s->slot = true;  // keeps its slot: released in order when a fetch of the domain ends
-      d.waiting.push_back(sid);
-      continue;
-    }
-    s->slot = false;
-    ++d.in_flight;
-    start_fetch(*s);
+      wake_domain(key, d, d.paused_until_ms);
+    } else if (cfg_.per_domain_rate != 0 && d.next_start_ms > now) {
+      wake_domain(key, d, d.next_start_ms);
+    }  // else the connections are all taken: release_domain wakes it
   }
   update_gauges();
   if (blocked) {
@@ -923,6 +937,7 @@ void crawler::pump() {
   } else if (!heap_.empty()) {
     wake_at(std::min(heap_.top().first, now + 60'000));
   }
+  if (!domain_wakes_.empty()) wake_at(domain_wakes_.top().first);
 }
 
 void crawler::rebalance(int64_t now) {
@@ -1038,8 +1053,7 @@ void crawler::fetched(uint64_t fetch_id, net::fetch_result& r) {
     int64_t until = 0;
     if (ra > 0) {
       until = now + std::min<int64_t>(ra, int64_t{7} * 86'400) * 1000;
-      domain_state& d = domains_[uint32_t(s->id >> 32)];
-      d.paused_until_ms = std::max(d.paused_until_ms, until);
+      pause_domain(uint32_t(s->id >> 32), until);
     }
     fail(*s, fmt::format("http_{}", r.status), now, until);
   } else if (r.status < 200 || r.status > 299) {
@@ -1078,13 +1092,67 @@ void crawler::fail(source& s, std::string_view error_name, int64_t now, int64_t 
 }
 
 void crawler::release_domain(uint64_t sid) {
-  auto it = domains_.find(uint32_t(sid >> 32));
+  const uint32_t key = uint32_t(sid >> 32);
+  auto it = domains_.find(key);
   if (it == domains_.end()) return;
   domain_state& d = it->second;
   if (d.in_flight > 0) --d.in_flight;
-  // The first waiting source goes back on the schedule, due now (its time is unchanged).
+  // A connection is free: the queue's head may start (from the pump, not from inside the
+  // client's callback).
+  if (d.waiting_head < d.waiting.size()) wake_domain(key, d, wall_ms());
+}
+
+void crawler::pause_domain(uint32_t key, int64_t until_ms) {
+  domain_state& d = domains_[key];
+  d.paused_until_ms = std::max(d.paused_until_ms, until_ms);
+}
+
+void crawler::wake_domain(uint32_t key, domain_state& d, int64_t at_ms) {
+  if (d.wake_ms != 0 && d.wake_ms <= at_ms) return;  // an earlier wake-up is pending
+  d.wake_ms = at_ms;
+  domain_wakes_.emplace(at_ms, key);
+  wake_at(at_ms);
+}
+
+bool crawler::can_start(const domain_state& d, int64_t now) const {
+  return d.paused_until_ms <= now && (cfg_.per_domain_rate == 0 || d.next_start_ms <= now) &&
+         d.in_flight < cfg_.per_domain_connections;
+}
+
+// Credits: each fetch in flight holds one write slot (its articles and state travel in one
+// write), so a finished fetch always finds room; a full ring starts nothing. The client's
+// own cap (client_options::max_in_flight, when it is shared) too.
+bool crawler::credits_allow(rt::write_ring& ring) {
+  if (in_flight_ >= cfg_.max_in_flight || in_flight_ + 1 > ring.free_slots() ||
+      !s_.client->can_fetch()) {
+    credit_stalls_->add();
+    return false;
+  }
+  return true;
+}
+
+void crawler::start_in(domain_state& d, source& s, int64_t now) {
+  if (cfg_.per_domain_rate != 0)
+    d.next_start_ms = now + std::max<int64_t>(1, 1000 / int64_t(cfg_.per_domain_rate));
+  ++d.in_flight;
+  start_fetch(s);
+}
+
+// Starts the domain's queue from its head while its caps and the credits allow; false when
+// the credits ran out. Arms the next wake-up when a rate slot or a pause holds the head.
+bool crawler::drain(domain_state& d, uint32_t key, int64_t now, rt::write_ring& ring) {
   while (d.waiting_head < d.waiting.size()) {
-    const uint64_t next = d.waiting[d.waiting_head++];
+    if (d.paused_until_ms > now) {
+      wake_domain(key, d, d.paused_until_ms);
+      return true;
+    }
+    if (cfg_.per_domain_rate != 0 && d.next_start_ms > now) {
+      wake_domain(key, d, d.next_start_ms);
+      return true;
+    }
+    if (d.in_flight >= cfg_.per_domain_connections) return true;  // release_domain wakes it
+    if (!credits_allow(ring)) return false;
+    const auto [at, sid] = d.waiting[d.waiting_head++];
     if (d.waiting_head == d.waiting.size()) {
       d.waiting.clear();  // keeps its capacity while the domain is busy; the sweep frees it
       d.waiting_head = 0;
@@ -1093,12 +1161,17 @@ void crawler::release_domain(uint64_t sid) {
       d.waiting.erase(d.waiting.begin(), d.waiting.begin() + d.waiting_head);
       d.waiting_head = 0;
     }
-    if (source* w = find(next)) {
-      heap_.emplace(w->rec.next_fetch_ms, next);
-      wake_at(w->rec.next_fetch_ms);
-      break;
+    source* s = find(sid);
+    if (s == nullptr || !s->durable || s->rec.next_fetch_ms != at || s->fetch_id != 0 ||
+        (s->rec.flags & crawl_gone) != 0)
+      continue;  // gone or rescheduled meanwhile
+    if (s->writing) {
+      schedule(*s, now + 1000, reason::store_busy);
+      continue;
     }
+    start_in(d, *s, now);
   }
+  return true;
 }
 
 void crawler::schedule_after_success(source& s, const net::fetch_result& r, int64_t now) {

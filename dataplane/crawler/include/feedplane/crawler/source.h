@@ -60,7 +60,6 @@ struct source {
   bool durable : 1 = false;  // its source record is durable: listed and fetched
   bool writing : 1 = false;  // a crawl write is in flight (no fetch starts meanwhile)
   bool fetched : 1 = false;  // it has a crawl record: not its first fetch
-  bool slot : 1 = false;     // a start slot under its domain's rate cap is reserved for it
   bool moved : 1 = false;    // url changed (a permanent redirect adopted): rewrite its record
   bool wave : 1 = false;     // fetched overdue at a restart: spread its next fetch (schedule.h)
   // Matches arrived since its last crawl write: the next fetch writes, even a 304's.
