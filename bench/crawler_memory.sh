@@ -40,15 +40,18 @@ max_in_flight = 256
 TOML
 export FEEDPLANE_ADMIN_TOKEN=memory-bench-token
 auth="Authorization: Bearer $FEEDPLANE_ADMIN_TOKEN"
+runs=0
 start() {
+  runs=$((runs + 1))
+  log="$tmp/serve.$runs.log"  # one per start: MIMALLOC_SHOW_STATS=1 prints at exit
   "$bin" serve --config "$tmp/feedplane.toml" --listen 127.0.0.1:0 --data "$tmp/data" \
-    --shards "$shards" --no-pin --resolve-file "$tmp/pins.txt" >"$tmp/serve.log" 2>&1 &
+    --shards "$shards" --no-pin --resolve-file "$tmp/pins.txt" >"$log" 2>&1 &
   pid=$!
   port=""
   until [ -n "$port" ]; do
-    kill -0 "$pid" 2>/dev/null || { echo "serve exited" >&2; tail "$tmp/serve.log" >&2; exit 1; }
+    kill -0 "$pid" 2>/dev/null || { echo "serve exited" >&2; tail "$log" >&2; exit 1; }
     sleep 0.2
-    port=$(grep -o 'http://127.0.0.1:[0-9]*' "$tmp/serve.log" 2>/dev/null | head -1 | cut -d: -f3 || true)
+    port=$(grep -o 'http://127.0.0.1:[0-9]*' "$log" 2>/dev/null | head -1 | cut -d: -f3 || true)
   done
   base="http://127.0.0.1:$port"
   until [ "$(curl -s -o /dev/null -w '%{http_code}' "$base/readyz")" = 200 ]; do sleep 0.5; done
@@ -87,6 +90,10 @@ echo "articles: $(metric feedplane_crawler_articles_total)"
 echo "feedplane with $feeds sources fetched once: VmRSS $rss1 KiB"
 echo "  of which the store's memtables: $(( $(metric feedplane_store_memtable_bytes) / 1024 )) KiB"
 echo "  schedule entries: $(metric feedplane_crawler_schedule_entries) (one per source, plus stale ones)"
+# Not per feed: what the reflectors keep of the articles the fetch produced (the backfill
+# window's word index, 8 bytes a posting, and the article cache, bounded by its budget).
+echo "  the reflectors' backfill window: $(metric feedplane_reflector_recent_articles) articles (summed over shards), $(metric feedplane_reflector_recent_postings) postings"
+echo "  the reflectors' article cache: $(( $(metric feedplane_reflector_article_cache_bytes) / 1024 )) KiB, render cache $(( $(metric feedplane_reflector_render_cache_bytes) / 1024 )) KiB"
 echo "per feed: $(( (rss1 - rss0) * 1024 / feeds )) bytes"
 kill "$pid"; wait "$pid" || true; pid=""
 start
