@@ -23,6 +23,7 @@
 #                      connections are kept (both clients pay the same either way)
 #     FARM_CPUS, FP_CPUS  taskset lists (default: the farm on the last allowed CPU,
 #                      feedplane and the peer on the others); NO_PIN=1: serve --no-pin
+#     GROUP_COMMIT_US  [server] group_commit_us (unset: the product's default)
 #     OUT=DIR          keep the files (logs, samples, runs.tsv) in DIR
 #
 # The server is one `feedplane farm` for the whole run: FEEDS documents of about
@@ -265,6 +266,9 @@ per_domain_rate = 0
 per_domain_connections = 1024
 max_in_flight = $in_flight
 TOML
+if [ -n "${GROUP_COMMIT_US:-}" ]; then
+  printf '[server]\ngroup_commit_us = %s\n' "$GROUP_COMMIT_US" >>"$tmp/feedplane.toml"
+fi
 export FEEDPLANE_ADMIN_TOKEN=crawler-throughput-bench
 auth="Authorization: Bearer $FEEDPLANE_ADMIN_TOKEN"
 metric() {  # metric NAME: the sum of its series

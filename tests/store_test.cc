@@ -161,6 +161,7 @@ struct stand_in {
 
 std::vector<st::store_port> ports_of(std::vector<std::unique_ptr<stand_in>>& s) {
   std::vector<st::store_port> p;
+  p.reserve(s.size());
   for (auto& x : s) p.push_back(x->port());
   return p;
 }
@@ -188,9 +189,10 @@ bool wait_for(P pred, std::chrono::milliseconds limit = 20s) {
 
 std::unique_ptr<st::store> open_store(const std::string& dir, std::vector<st::store_port> ports,
                                       std::shared_ptr<rocksdb::FileSystem> fs = nullptr,
-                                      uint64_t replay_from = 0) {
+                                      uint64_t replay_from = 0, uint32_t group_commit_us = 0) {
   st::store_options o;
   o.dir = dir;
+  o.group_commit_us = group_commit_us;
   o.fs = std::move(fs);
   o.replay_from = replay_from;
   const uint32_t n = uint32_t(ports.size());
@@ -322,6 +324,41 @@ TEST(store, acks_arrive_only_after_the_synced_write) {
   c.finish();
   EXPECT_EQ(shards[0]->acked_bad.load(), 0u);
   EXPECT_EQ(store->stats().writes_acked.load(), 100u);
+  EXPECT_FALSE(store->stats().failed.load());
+}
+
+// Group commit: writes arriving while the last sync is younger than group_commit_us wait
+// for the rest of its window and go in one synced write. (The window is 2 s, so that 20
+// pushes 5 ms apart fall inside it on the busiest machine.)
+TEST(store, writes_during_a_young_sync_window_share_one_synced_write) {
+  temp_dir d;
+  auto shards = make_stand_ins(1);
+  auto store = open_store(d.path, ports_of(shards), nullptr, 0, 2'000'000);
+  ASSERT_NE(store, nullptr);
+  crew c;
+  c.consume(*shards[0]);
+  store->start();
+  ASSERT_TRUE(wait_for([&] { return shards[0]->streamed_flag.load(); }));
+
+  std::vector<std::unique_ptr<test_write>> first;
+  first.push_back(shards[0]->make_write(0, "k0", "v", 1));
+  push_all(*store, *shards[0], std::move(first));
+  ASSERT_TRUE(wait_for([&] { return shards[0]->acked_ok.load() == 1; }));
+  ASSERT_EQ(store->stats().groups.load(), 1u);
+
+  // One at a time, 5 ms apart: without the window each would be a synced write of its own.
+  for (uint64_t i = 1; i <= 20; ++i) {
+    std::vector<std::unique_ptr<test_write>> one;
+    one.push_back(shards[0]->make_write(i, "k" + std::to_string(i), "v", 1));
+    push_all(*store, *shards[0], std::move(one));
+    std::this_thread::sleep_for(5ms);
+  }
+  ASSERT_TRUE(wait_for([&] { return shards[0]->acked_ok.load() == 21; }));
+  EXPECT_EQ(store->stats().groups.load(), 2u) << "the 20 writes were not one group";
+  ASSERT_TRUE(wait_for([&] { return shards[0]->articles_seen.load() == 21; }));
+  store->stop();
+  c.finish();
+  EXPECT_EQ(shards[0]->acked_bad.load(), 0u);
   EXPECT_FALSE(store->stats().failed.load());
 }
 
@@ -732,6 +769,7 @@ TEST(store, a_newer_format_version_is_refused_with_a_clear_error) {
     rocksdb::Options o;
     ASSERT_TRUE(rocksdb::DB::ListColumnFamilies(o, d.path, &names).ok());
     std::vector<rocksdb::ColumnFamilyDescriptor> descs;
+    descs.reserve(names.size());
     for (auto& name : names) descs.emplace_back(name, rocksdb::ColumnFamilyOptions());
     std::vector<rocksdb::ColumnFamilyHandle*> hs;
     rocksdb::DB* db = nullptr;
@@ -774,6 +812,7 @@ TEST(store, a_replayed_article_under_another_sequence_fails_the_store) {
     rocksdb::Options o;
     ASSERT_TRUE(rocksdb::DB::ListColumnFamilies(o, d.path, &names).ok());
     std::vector<rocksdb::ColumnFamilyDescriptor> descs;
+    descs.reserve(names.size());
     for (auto& name : names) descs.emplace_back(name, rocksdb::ColumnFamilyOptions());
     std::vector<rocksdb::ColumnFamilyHandle*> hs;
     rocksdb::DB* db = nullptr;
@@ -819,6 +858,7 @@ TEST(store_kill, DISABLED_child) {
   ASSERT_NE(store, nullptr);
   store->start();
   std::vector<std::thread> ts;
+  ts.reserve(shards.size());
   for (auto& sp : shards) {
     ts.emplace_back([&, s = sp.get()] {
       uint64_t id = base + s->index;  // ids: base + 2 * n + shard

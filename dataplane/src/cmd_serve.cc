@@ -587,6 +587,7 @@ int run_serve(const serve_flags& f) {
   std::vector<store::store_port> ports = store::ports_from_mesh(mesh);
   store::store_options so;
   so.dir = cfg.server.data_dir + "/db";
+  so.group_commit_us = cfg.server.group_commit_us;
   // Reflector lists are derived from the article log (DESIGN.md 9): until list snapshots
   // exist, every start re-matches the whole log (after the records, before `streamed`).
   so.replay_from = 1;

@@ -140,6 +140,10 @@ const std::vector<option>& options() {
                   "shard threads, one per core; 0 = one per online core"),
       string_option("server.data_dir", &config::server, &S::data_dir, check_nonempty,
                     "directory for the store (created if missing)"),
+      uint_option("server.group_commit_us", &config::server, &S::group_commit_us, 0, 100'000,
+                  "under a stream of writes the store syncs at most once per this many "
+                  "microseconds, so one sync carries more of them; a write after a quiet "
+                  "spell never waits (0: sync as soon as a write arrives)"),
       uint_option("server.max_request_line", &config::server, &S::max_request_line, 64, u32,
                   "longest request line in bytes; longer gets 414"),
       uint_option("server.max_header_bytes", &config::server, &S::max_header_bytes, 256, u32,

@@ -56,6 +56,11 @@ struct store_options {
   // pass, so one busy shard cannot starve the others within a group.
   uint32_t max_group = 8192;
   uint32_t max_per_ring = 1024;
+  // Group commit under load (as MySQL's binlog_group_commit_sync_delay, but only while
+  // syncs run back to back): a group gathered less than this many microseconds after the
+  // last synced write began waits until then and takes what arrived meanwhile. A write
+  // after a quiet spell is written at once. 0: never waits.
+  uint32_t group_commit_us = 0;
   // null: RocksDB's default file system. Tests pass a fault_fs (fault_fs.h).
   std::shared_ptr<rocksdb::FileSystem> fs;
   // At start, after the records and before `streamed`, broadcast the stored articles with
