@@ -262,6 +262,10 @@ void store_samples(const store::store& db, std::vector<runtime::metric_sample>& 
   add("feedplane_store_ring_full_waits_total",
       "Times the store waited for space in a shard's event or article ring", metric_type::counter,
       double(s.ring_full_waits.load(std::memory_order_relaxed)));
+  add("feedplane_store_writes_past_stall_total",
+      "API writes (accounts, subscriptions) acknowledged while the article broadcast waited "
+      "for a shard",
+      metric_type::counter, double(s.writes_past_stall.load(std::memory_order_relaxed)));
   add("feedplane_store_failed", "1 when the store refuses durable writes until restart",
       metric_type::gauge, s.failed.load(std::memory_order_relaxed) ? 1 : 0);
   hist("feedplane_store_group_writes", "Writes per group commit", s.group_writes);
@@ -476,13 +480,25 @@ void run_shard(shard_thread& s, const config& cfg, const net::router& routes, ru
     }
     // Publish what the last turn's completions staged (writes, tasks): the store still runs.
     rt.turn();
-    // Components start nothing new; fetches are cancelled; connections close. Then wait
+    // Components start nothing new and connections close; fetches in flight get up to 1 s
+    // to finish and write what they learnt (a request the server answered and we dropped
+    // would be repeated at once after the restart), then the rest are cancelled. Then wait
     // (bounded, 2 s by the clock, not by a count of turns) until each has seen its
     // operations' last completions and was released: a buffer the kernel still holds must
     // not be freed.
     for (auto& p : parts) p->stop();
-    client->shutdown();
     srv.shutdown();
+    auto parts_busy = [&] {
+      for (auto& p : parts) {
+        if (!p->quiescent()) return true;
+      }
+      return false;
+    };
+    const uint64_t drain_deadline = l->refresh_now() + 1000;
+    while (parts_busy() && l->refresh_now() < drain_deadline) {
+      if (l->run_once(false) == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    client->shutdown();
     auto busy = [&] {
       if (srv.stats().open > 0 || !client->quiescent()) return true;
       for (auto& p : parts) {

@@ -302,11 +302,14 @@ class crawler final : public dataplane::component {
   // ---- component ----
   void on_record(rt::shard&, rt::kind k, std::string_view key, std::string_view value) override;
   void on_streamed(rt::shard&) override;
+  // Stopping drains: no fetch starts, but those in flight finish and their results are
+  // written (serve waits a bounded time for quiescent() before it cancels the rest). A
+  // fetch the server answered and we dropped would be asked again at once after the
+  // restart, under the feed's hints (e2e_crawler_caps saw one 1.2 s after the last).
   void stop() override {
     stopping_ = true;
-    writes_pending_ -= uint32_t(backlog_.size());  // never sent: nothing will come back
-    backlog_.clear();
     s_.rt->loop().disarm(tick_);
+    if (!backlog_.empty()) wake_at(wall_ms() + 5);
   }
   bool quiescent() const override { return in_flight_ == 0 && writes_pending_ == 0; }
   void on_source_matches(rt::shard&, std::span<const dataplane::source_matches> batch) override;
@@ -853,7 +856,7 @@ void crawler::schedule(source& s, int64_t at_ms, reason why) {
 }
 
 void crawler::wake_at(int64_t at_ms) {
-  if (stopping_ || !streamed_) return;
+  if (!streamed_ || (stopping_ && backlog_.empty())) return;
   if (tick_.armed() && tick_at_ <= at_ms) return;
   net::loop& l = s_.rt->loop();
   l.disarm(tick_);
@@ -883,8 +886,11 @@ void crawler::flush_backlog() {
 // nothing per idle source.
 void crawler::pump() {
   tick_at_ = 0;
-  if (stopping_) return;
   flush_backlog();
+  if (stopping_) {
+    if (!backlog_.empty()) wake_at(wall_ms() + 5);  // draining (stop())
+    return;
+  }
   const int64_t now = wall_ms();
   if (now >= next_rebalance_ms_) rebalance(now);
   rt::write_ring& ring = s_.rt->peers().writes(s_.rt->index());
@@ -1003,7 +1009,7 @@ void crawler::fetched(uint64_t fetch_id, net::fetch_result& r) {
   source* s = find(sid);
   if (s == nullptr) return;  // deleted meanwhile
   s->fetch_id = 0;
-  if (stopping_ || r.error == net::fetch_error::cancelled) return;  // nothing learnt
+  if (r.error == net::fetch_error::cancelled) return;  // nothing learnt
   const int64_t now = wall_ms();
   if (r.error == net::fetch_error::too_many_in_flight) {
     // The client refused at once (backpressure, checked by pump first): not an error of
