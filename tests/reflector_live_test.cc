@@ -71,8 +71,9 @@ struct ack : rt::store_write {
 
 class live_server {
  public:
-  explicit live_server(uint32_t n, uint32_t memory_limit_mb = 0)
-      : n_(n), mesh_(n, rt::mesh_options{}) {
+  explicit live_server(uint32_t n, uint32_t memory_limit_mb = 0,
+                       const rt::mesh_options& mo = rt::mesh_options{})
+      : n_(n), mesh_(n, mo) {
     cfg_.api.admin_token = "live-admin";
     cfg_.reflector.memory_limit_mb = memory_limit_mb;
     const dp::component_def& def = feedplane::reflector::component();
@@ -116,7 +117,9 @@ class live_server {
   int port() const { return port_; }
   inbox& box() { return box_; }
   // Hands articles to shard 0 and waits for their durable write; returns the first seq.
-  uint64_t write(std::vector<rt::article_ref> as) {
+  uint64_t write(std::vector<rt::article_ref> as) { return wait_acked(write_async(std::move(as))); }
+  // Hands articles to shard 0; returns the count of acks to pass to wait_acked.
+  uint32_t write_async(std::vector<rt::article_ref> as) {
     // Acquire pairs with on_durable's release fetch_add: after it, last_first_seq is the
     // value that write stored.
     const uint32_t before = box_.acked.load(std::memory_order_acquire);
@@ -124,6 +127,12 @@ class live_server {
       std::lock_guard<std::mutex> g(box_.mu);
       for (auto& a : as) box_.articles.push_back(std::move(a));
     }
+    wake_all();
+    return before;
+  }
+  // Acquire: pairs with on_durable's release increment (as in wait_acked).
+  uint32_t acked() const { return box_.acked.load(std::memory_order_acquire); }
+  uint64_t wait_acked(uint32_t before) {
     // Acquire: pairs with on_durable's release increment, so first_seq is visible after it.
     for (int i = 0; i < 20000 && box_.acked.load(std::memory_order_acquire) == before; ++i) {
       wake_all();
@@ -563,6 +572,60 @@ TEST(reflector_live, memory_pressure_pauses_the_article_stream_and_loses_nothing
   const feed_state f = poll_until(port, feeds[0], 2, "pressure two");
   EXPECT_EQ(f.seqs, (std::vector<uint64_t>{s1 + 1, s1}));
   EXPECT_EQ(request(port, "GET", "/api/memory").status, 401) << "admin only";
+}
+
+// While a shard is paused and its article ring is full, the store holds the broadcast and
+// the crawl lane; accounts and subscriptions are still created and acknowledged at once
+// (they travel on the api lane), and the held articles arrive when memory is back.
+TEST(reflector_live, api_writes_pass_an_article_stream_paused_by_memory_pressure) {
+  const uint32_t limit_mb = uint32_t(resident_bytes() >> 20) + 384;
+  rt::mesh_options mo;
+  mo.article_ring = 8;
+  live_server srv(2, limit_mb, mo);
+  const int port = srv.port();
+  wait_ready(port, 2);
+  http_test::response r =
+      bulk_create(port, "{\"account\": \"mem\", \"query\": \"stalled\", \"backfill\": false}\n");
+  ASSERT_EQ(r.status, 200) << r.body;
+  const std::vector<std::string> feeds = string_fields(r.body, "feed");
+  ASSERT_EQ(feeds.size(), 1u) << r.body;
+
+  const uint64_t limit = uint64_t(limit_mb) << 20, now = resident_bytes();
+  const size_t grow = size_t((limit > now ? limit - now : 0) + (uint64_t{64} << 20));
+  void* block = mmap(nullptr, grow, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(block, MAP_FAILED);
+  memset(block, 1, grow);  // every page resident
+  ASSERT_TRUE(every_shard_says(port, 2, "paused"));
+  // 20 matching articles, more than a ring of 8 holds: the broadcast waits.
+  std::vector<rt::article_ref> as;
+  for (int i = 0; i < 20; ++i)
+    as.push_back(article("stalled number " + std::to_string(i), "s" + std::to_string(i), 0));
+  const uint32_t before = srv.write_async(std::move(as));
+
+  // One request each, no retry: answered at once, not 503 after the defer timeout.
+  r = request(port, "POST", "/api/accounts");
+  ASSERT_EQ(r.status, 201) << r.body;
+  const std::vector<std::string> secret = string_fields(r.body, "secret");
+  ASSERT_EQ(secret.size(), 1u) << r.body;
+  const std::string auth = "Authorization: Bearer " + secret[0] + "\r\n";
+  r = request(port, "POST", "/api/subscriptions", "{\"query\": \"stalled\"}", auth);
+  ASSERT_EQ(r.status, 201) << r.body;
+  const std::vector<std::string> second = string_fields(r.body, "rss");
+  ASSERT_EQ(second.size(), 1u) << r.body;
+  r = request(port, "GET", "/api/subscriptions", {}, auth);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(srv.acked(), before) << "the articles' write was acknowledged while held";
+  const feed_state held = poll(port, feeds[0]);
+  EXPECT_EQ(held.status, 200);
+  EXPECT_TRUE(held.titles.empty()) << held.titles.size() << " items while paused";
+
+  munmap(block, grow);
+  ASSERT_TRUE(every_shard_says(port, 2, "normal"));
+  const uint64_t s1 = srv.wait_acked(before);
+  const feed_state f = poll_until(port, feeds[0], 10, "stalled number 19");
+  ASSERT_EQ(f.seqs.size(), 10u);
+  EXPECT_EQ(f.seqs.front(), s1 + 19);
+  EXPECT_EQ(f.seqs.back(), s1 + 10);
 }
 
 }  // namespace

@@ -1072,7 +1072,7 @@ void reflector::create_account(net::request_context& ctx, net::http_response& r)
   c->route = route_;
   const uint32_t b = shard_of(aid);
   auto create = [aid, secret, a](reflector& owner, const call_ptr& cp) {
-    if (!owner.s_.rt->can_write()) {
+    if (!owner.s_.rt->can_write(rt::write_lane::api)) {
       set_call_error(*cp, 503, "unavailable", "the store's write ring is full; retry");
       return;
     }
@@ -1098,7 +1098,7 @@ void reflector::create_account(net::request_context& ctx, net::http_response& r)
       self.reply_later(cp);
     };
     rt::write_ptr wp = std::move(w);
-    if (!owner.s_.rt->write(wp)) {
+    if (!owner.s_.rt->write(wp, rt::write_lane::api)) {
       set_call_error(*cp, 503, "unavailable", "the store's write ring is full; retry");
       return;
     }
@@ -1181,7 +1181,7 @@ void reflector::delete_account(net::request_context& ctx, net::http_response& r)
         me.start_call(
             me.shard_of(acct), g->answer,
             [acct](reflector& o, const call_ptr& cp) {
-              if (!o.s_.rt->can_write()) {
+              if (!o.s_.rt->can_write(rt::write_lane::api)) {
                 set_call_error(*cp, 503, "unavailable", "the store's write ring is full; retry");
                 return;
               }
@@ -1202,7 +1202,7 @@ void reflector::delete_account(net::request_context& ctx, net::http_response& r)
                 owner.reply_later(cp);
               };
               rt::write_ptr wp = std::move(w);
-              if (!o.s_.rt->write(wp)) {
+              if (!o.s_.rt->write(wp, rt::write_lane::api)) {
                 set_call_error(*cp, 503, "unavailable", "the store's write ring is full; retry");
                 return;
               }
@@ -1215,7 +1215,7 @@ void reflector::delete_account(net::request_context& ctx, net::http_response& r)
           [acct](reflector& o, const call_ptr& cp) {
             auto it = o.by_account_.find(acct);
             if (it == o.by_account_.end()) return;  // 204: nothing here
-            if (!o.s_.rt->can_write()) {
+            if (!o.s_.rt->can_write(rt::write_lane::api)) {
               set_call_error(*cp, 503, "unavailable", "the store's write ring is full; retry");
               return;
             }
@@ -1237,7 +1237,7 @@ void reflector::delete_account(net::request_context& ctx, net::http_response& r)
               owner.reply_later(cp);
             };
             rt::write_ptr wp = std::move(w);
-            if (!o.s_.rt->write(wp)) {
+            if (!o.s_.rt->write(wp, rt::write_lane::api)) {
               cp->status = 503;
               return;
             }
@@ -1268,7 +1268,7 @@ void reflector::rotate_secret(net::request_context& ctx, net::http_response& r) 
             set_call_error(*cp, 404, "not_found", "the account was deleted");
             return;
           }
-          if (!o.s_.rt->can_write()) {
+          if (!o.s_.rt->can_write(rt::write_lane::api)) {
             set_call_error(*cp, 503, "unavailable", "the store's write ring is full; retry");
             return;
           }
@@ -1294,7 +1294,7 @@ void reflector::rotate_secret(net::request_context& ctx, net::http_response& r) 
             owner.reply_later(cp);
           };
           rt::write_ptr wp = std::move(w);
-          if (!o.s_.rt->write(wp)) {
+          if (!o.s_.rt->write(wp, rt::write_lane::api)) {
             set_call_error(*cp, 503, "unavailable", "the store's write ring is full; retry");
             return;
           }
@@ -2545,7 +2545,7 @@ void reflector::create_here(const call_ptr& c, std::vector<new_sub> subs, bool b
       return;
     }
   }
-  if (!s_.rt->can_write()) {
+  if (!s_.rt->can_write(rt::write_lane::api)) {
     set_call_error(*c, 503, "unavailable", "the store's write ring is full; retry");
     return;
   }
@@ -2633,7 +2633,7 @@ void reflector::create_here(const call_ptr& c, std::vector<new_sub> subs, bool b
     });
   };
   rt::write_ptr wp = std::move(w);
-  if (!s_.rt->write(wp)) {
+  if (!s_.rt->write(wp, rt::write_lane::api)) {
     for (const std::string& gone : made) uninstall(gone);
     set_call_error(*c, 503, "unavailable", "the store's write ring is full; retry");
     return;
@@ -2741,7 +2741,7 @@ void reflector::change_here(const call_ptr& c, const std::string& account, const
     c->body = json_of(*s) + "\n";
     return;
   }
-  if (!s_.rt->can_write()) {
+  if (!s_.rt->can_write(rt::write_lane::api)) {
     set_call_error(*c, 503, "unavailable", "the store's write ring is full; retry");
     return;
   }
@@ -2832,7 +2832,7 @@ void reflector::change_here(const call_ptr& c, const std::string& account, const
     };
   }
   rt::write_ptr wp = std::move(w);
-  if (!s_.rt->write(wp)) {
+  if (!s_.rt->write(wp, rt::write_lane::api)) {
     set_call_error(*c, 503, "unavailable", "the store's write ring is full; retry");
     return;
   }

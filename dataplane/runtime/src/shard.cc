@@ -23,6 +23,7 @@ mesh::mesh(uint32_t shards, const mesh_options& opt)
       if (i != j) control_[i * n_ + j] = std::make_unique<control_ring>(2 * opt.max_outstanding);
     }
     writes_.push_back(std::make_unique<write_ring>(opt.write_ring));
+    api_writes_.push_back(std::make_unique<write_ring>(opt.api_write_ring));
     events_.push_back(std::make_unique<event_ring>(opt.event_ring));
     articles_.push_back(std::make_unique<article_ring>(opt.article_ring));
     sleepers_.push_back(std::make_unique<sleeper>());
@@ -100,16 +101,21 @@ bool shard::send(uint32_t target, task_ptr& t) {
   return true;
 }
 
-bool shard::can_write() { return mesh_.writes(index_).free_slots() > 0; }
+bool shard::can_write(write_lane lane) {
+  write_ring& r = lane == write_lane::api ? mesh_.api_writes(index_) : mesh_.writes(index_);
+  return r.free_slots() > 0;
+}
 
-bool shard::write(write_ptr& w) {
+bool shard::write(write_ptr& w, write_lane lane) {
   check_owner();
   w->origin_shard = index_;
-  if (!mesh_.writes(index_).try_stage(std::move(w))) {
+  w->lane = lane;
+  const bool api = lane == write_lane::api;
+  if (!(api ? mesh_.api_writes(index_) : mesh_.writes(index_)).try_stage(std::move(w))) {
     stall_write_->add();
     return false;
   }
-  writes_dirty_ = true;
+  (api ? api_writes_dirty_ : writes_dirty_) = true;
   return true;
 }
 
@@ -125,9 +131,12 @@ void shard::flush() {
       }
     }
   }
-  if (writes_dirty_) {
-    writes_dirty_ = false;
-    if (mesh_.writes(index_).publish() != 0) mesh_.notify_store();
+  if (writes_dirty_ || api_writes_dirty_) {
+    uint32_t n = 0;
+    if (writes_dirty_) n += mesh_.writes(index_).publish();
+    if (api_writes_dirty_) n += mesh_.api_writes(index_).publish();
+    writes_dirty_ = api_writes_dirty_ = false;
+    if (n != 0) mesh_.notify_store();
   }
 }
 

@@ -108,6 +108,10 @@ struct store::impl {
   bool failed = false;
   size_t rr = 0;                     // first port of the next round robin pass
   std::vector<rt::write_ptr> group;  // reserved to max_group: no allocation per group
+  // A broadcast that waits for room on a shard's article ring: the crawl-lane writes of
+  // its group (acknowledged once every article is on every ring) and where it stopped.
+  std::vector<rt::write_ptr> held;
+  size_t bc_port = 0, bc_write = 0, bc_article = 0;
   std::chrono::steady_clock::time_point last_write{};  // the last synced write's start
   rocksdb::WriteBatch batch;
   rocksdb::WriteOptions sync_write;
@@ -123,10 +127,13 @@ struct store::impl {
   rocksdb::Status open_db(std::string* error);
   void run();
   void stream_startup();
-  size_t gather();
-  void gather_more();
-  void hold_for_group();
+  size_t gather(bool crawl_lane);
+  void gather_more(bool crawl_lane);
+  void hold_for_group(bool crawl_lane);
   void commit();
+  bool advance_broadcast();
+  void ack(rt::write_ptr w);
+  void wait_for_room();
   void fail(const std::string& why);
   void wake_port(size_t i);
   template <class T, class V>
@@ -359,10 +366,11 @@ void store::impl::stream_startup() {
   stats->streamed.store(true, std::memory_order_release);
 }
 
-// Takes up to max_group writes, round robin, at most max_per_ring per ring per pass.
-size_t store::impl::gather() {
+// Takes up to max_group writes, round robin, at most max_per_ring per ring per pass; the
+// crawl lane's rings only when crawl_lane (not while a broadcast waits).
+size_t store::impl::gather(bool crawl_lane) {
   group.clear();
-  gather_more();
+  gather_more(crawl_lane);
   return group.size();
 }
 
@@ -370,25 +378,29 @@ size_t store::impl::gather() {
 // wait for the rest of its window and take what arrived. Why: a sync costs the store
 // thread ~175 us of CPU here whatever it carries (fdatasync, the block layer, the VM's
 // exit), and back-to-back syncs under a crawl carried 3 writes each.
-void store::impl::hold_for_group() {
+void store::impl::hold_for_group(bool crawl_lane) {
   if (opt.group_commit_us == 0 || group.size() >= opt.max_group) return;
   const auto until = last_write + std::chrono::microseconds(opt.group_commit_us);
   const auto now = std::chrono::steady_clock::now();
   if (now >= until) return;
   std::this_thread::sleep_for(until - now);
-  gather_more();
+  gather_more(crawl_lane);
 }
 
-void store::impl::gather_more() {
+void store::impl::gather_more(bool crawl_lane) {
   const size_t n = ports.size();
+  const auto take = [&](rt::write_ring* r) -> size_t {
+    if (r == nullptr || group.size() >= opt.max_group) return 0;
+    const size_t room = std::min<size_t>(opt.max_per_ring, opt.max_group - group.size());
+    return r->consume([&](rt::write_ptr& w) { group.push_back(std::move(w)); }, room);
+  };
   bool progress = true;
   while (progress && group.size() < opt.max_group) {
     progress = false;
     for (size_t j = 0; j < n && group.size() < opt.max_group; ++j) {
       const size_t i = (rr + j) % n;
-      const size_t room = std::min<size_t>(opt.max_per_ring, opt.max_group - group.size());
-      const size_t got =
-          ports[i].in->consume([&](rt::write_ptr& w) { group.push_back(std::move(w)); }, room);
+      size_t got = take(ports[i].api_in);
+      if (crawl_lane) got += take(ports[i].in);
       progress = progress || got != 0;
     }
   }
@@ -415,7 +427,8 @@ void store::impl::commit() {
       w->status = int32_t(store_errc::failed);
       continue;
     }
-    bool ok = true;
+    // An api-lane write passes a waiting broadcast, so it may carry no articles.
+    bool ok = w->lane == rt::write_lane::crawl || w->articles.empty();
     for (const rt::store_op& op : w->ops) ok = ok && shard_writable(op.k);
     for (const rt::article_ref& a : w->articles) ok = ok && bool(a);
     if (!ok) {
@@ -488,36 +501,94 @@ void store::impl::commit() {
     durable = !failed;  // nothing to write (empty writes): durable as they stand
   }
 
-  // Articles first, so a shard that reads its ack finds the articles already on its ring.
-  if (durable && next_seq != seq0) {
-    for (size_t i = 0; i < ports.size(); ++i) {
-      for (const rt::write_ptr& w : group) {
-        if (w->status != 0) continue;
-        for (const rt::article_ref& a : w->articles) {
-          if (!push(*ports[i].articles, i, a)) return;  // one reference per shard
+  // API-lane writes are acknowledged now. The crawl lane's wait until their group's
+  // articles are on every shard's ring: a shard that reads such an ack finds the articles
+  // already there, and while a shard takes no articles its crawlers wait behind them.
+  const bool broadcast = durable && next_seq != seq0;
+  const bool stalled = !held.empty();  // wait_for_room() commits api-lane groups only
+  for (rt::write_ptr& w : group) {
+    if (w->lane == rt::write_lane::api) {
+      if (stalled) stats->writes_past_stall.fetch_add(1, std::memory_order_relaxed);
+      ack(std::move(w));
+    } else if (broadcast) {
+      held.push_back(std::move(w));
+    } else {
+      ack(std::move(w));
+    }
+  }
+  if (broadcast && !held.empty() && !advance_broadcast()) {
+    // Full: a shard is behind. Give it a moment (the common case: it is draining), then
+    // leave the rest to run(), which keeps serving the api lanes meanwhile.
+    stats->ring_full_waits.fetch_add(1, std::memory_order_relaxed);
+    for (uint32_t spin = 0; spin < 256 && !advance_broadcast(); ++spin) cpu_relax();
+  }
+  for (size_t i = 0; i < ports.size(); ++i) publish_port(i);
+}
+
+void store::impl::ack(rt::write_ptr w) {
+  (w->status == 0 ? stats->writes_acked : stats->writes_refused)
+      .fetch_add(1, std::memory_order_relaxed);
+  const size_t i = w->origin_shard < ports.size() ? w->origin_shard : 0;
+  rt::store_event ev;
+  ev.type = rt::store_event::ack;
+  ev.write = std::move(w);
+  // Event rings are always drained (a paused shard still reads them); false only on stop.
+  push(*ports[i].events, i, std::move(ev));
+}
+
+// Puts the held group's articles on every shard's ring in sequence order, from where the
+// last call stopped, without waiting; once all are on, acknowledges the held writes.
+// Returns true when nothing is held any more.
+bool store::impl::advance_broadcast() {
+  for (; bc_port < ports.size(); ++bc_port, bc_write = 0) {
+    rt::article_ring& r = *ports[bc_port].articles;
+    for (; bc_write < held.size(); ++bc_write, bc_article = 0) {
+      const rt::store_write& w = *held[bc_write];
+      if (w.status != 0) continue;
+      for (; bc_article < w.articles.size(); ++bc_article) {
+        // One reference per shard; try_stage copies only when there is room.
+        if (!r.try_stage(w.articles[bc_article])) {
+          publish_port(bc_port);
+          return false;
         }
       }
     }
   }
-  uint64_t acked = 0, refused = 0;
-  for (rt::write_ptr& w : group) {
-    (w->status == 0 ? acked : refused) += 1;
-    const size_t i = w->origin_shard < ports.size() ? w->origin_shard : 0;
-    rt::store_event ev;
-    ev.type = rt::store_event::ack;
-    ev.write = std::move(w);
-    if (!push(*ports[i].events, i, std::move(ev))) return;
+  for (rt::write_ptr& w : held) ack(std::move(w));
+  held.clear();
+  bc_port = bc_write = bc_article = 0;
+  return true;
+}
+
+// A broadcast waits for a shard that takes no articles (memory pressure) or is far
+// behind: poll its ring in short sleeps, waking it now and then in case it slept, and
+// write the api lanes' writes meanwhile. Never drops; only a stop() leaves.
+void store::impl::wait_for_room() {
+  for (uint32_t attempt = 0; !stop_requested.load(std::memory_order_relaxed); ++attempt) {
+    if (advance_broadcast()) {
+      for (size_t i = 0; i < ports.size(); ++i) publish_port(i);
+      return;
+    }
+    if (gather(false) != 0) {
+      hold_for_group(false);
+      commit();
+      group.clear();
+      continue;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(attempt < 256 ? 20 : 200));
+    if ((attempt & 63) == 0) wake_port(bc_port);
   }
-  stats->writes_acked.fetch_add(acked, std::memory_order_relaxed);
-  stats->writes_refused.fetch_add(refused, std::memory_order_relaxed);
-  for (size_t i = 0; i < ports.size(); ++i) publish_port(i);
 }
 
 void store::impl::run() {
   stream_startup();
   while (!stop_requested.load(std::memory_order_relaxed)) {
-    if (gather() != 0) {
-      hold_for_group();
+    if (!held.empty()) {
+      wait_for_room();
+      continue;
+    }
+    if (gather(true) != 0) {
+      hold_for_group(true);
       commit();
       group.clear();
       continue;
@@ -525,7 +596,9 @@ void store::impl::run() {
     // Sleep protocol (sleeper.h): flag, seq_cst fence, re-check every write ring.
     self->prepare();
     bool work = stop_requested.load(std::memory_order_relaxed);
-    for (const store_port& p : ports) work = work || p.in->has_published();
+    for (const store_port& p : ports) {
+      work = work || p.in->has_published() || (p.api_in != nullptr && p.api_in->has_published());
+    }
     if (work) {
       self->cancel();
       continue;
@@ -593,7 +666,9 @@ uint64_t store::memtable_bytes() const {
 
 uint64_t store::queue_depth() const {
   uint64_t n = 0;
-  for (const store_port& p : impl_->ports) n += p.in->occupancy();
+  for (const store_port& p : impl_->ports) {
+    n += p.in->occupancy() + (p.api_in != nullptr ? p.api_in->occupancy() : 0);
+  }
   return n;
 }
 
@@ -626,6 +701,7 @@ std::vector<store_port> ports_from_mesh(runtime::mesh& m) {
   std::vector<store_port> ports(m.size());
   for (uint32_t i = 0; i < m.size(); ++i) {
     ports[i].in = &m.writes(i);
+    ports[i].api_in = &m.api_writes(i);
     ports[i].events = &m.events(i);
     ports[i].articles = &m.articles(i);
     ports[i].consumer = &m.shard_sleeper(i);

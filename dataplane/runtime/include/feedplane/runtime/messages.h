@@ -62,6 +62,15 @@ struct store_op {
   std::string value;
 };
 
+// Which of a shard's two write rings a write travels on. The store sequences articles
+// and sends each to every shard in order, so when a shard stops taking articles (the
+// reflector's memory pressure) a write carrying articles must wait for room on its ring.
+// `crawl` writes (the crawler's: articles, sources, crawl state) wait behind such a
+// stalled broadcast, and their acks with them; `api` writes (accounts, subscriptions)
+// carry no articles and touch no kind a crawl write does, so the store writes and
+// acknowledges them while the broadcast waits. Order holds within a lane, not across.
+enum class write_lane : uint8_t { crawl = 0, api = 1 };
+
 // A durable write: its ops and its new articles are applied in one RocksDB WriteBatch
 // (all or nothing), synced with the rest of its group, and only then acknowledged by
 // sending the same object back to its origin shard. Articles get their sequence numbers
@@ -73,7 +82,8 @@ struct store_write {
 
   std::vector<store_op> ops;
   std::vector<article_ref> articles;
-  uint32_t origin_shard = 0;  // set by shard::write
+  uint32_t origin_shard = 0;            // set by shard::write
+  write_lane lane = write_lane::crawl;  // set by shard::write
   // Filled by the store before it sends the write back.
   int32_t status = 0;      // 0, or a store error (store.h: store_errc)
   uint64_t first_seq = 0;  // sequence of articles[0] (the rest follow densely)

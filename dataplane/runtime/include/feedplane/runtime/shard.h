@@ -58,6 +58,7 @@ class owner_check {
 struct mesh_options {
   uint32_t max_outstanding = 512;  // tasks in flight from one shard to one peer
   uint32_t write_ring = 4096;      // shard -> store (a group holds up to this per shard)
+  uint32_t api_write_ring = 1024;  // shard -> store, write_lane::api (messages.h)
   uint32_t event_ring = 8192;      // store -> shard (acks and start-up records)
   uint32_t article_ring = 4096;    // store -> shard
   uint32_t batch = 256;            // items drained from one ring per turn
@@ -78,6 +79,7 @@ class mesh {
   const mesh_options& options() const { return opt_; }
   control_ring& control(uint32_t from, uint32_t to) { return *control_[from * n_ + to]; }
   write_ring& writes(uint32_t s) { return *writes_[s]; }
+  write_ring& api_writes(uint32_t s) { return *api_writes_[s]; }
   event_ring& events(uint32_t s) { return *events_[s]; }
   article_ring& articles(uint32_t s) { return *articles_[s]; }
   sleeper& shard_sleeper(uint32_t s) { return *sleepers_[s]; }
@@ -105,7 +107,7 @@ class mesh {
   uint32_t n_;
   mesh_options opt_;
   std::vector<std::unique_ptr<control_ring>> control_;
-  std::vector<std::unique_ptr<write_ring>> writes_;
+  std::vector<std::unique_ptr<write_ring>> writes_, api_writes_;
   std::vector<std::unique_ptr<event_ring>> events_;
   std::vector<std::unique_ptr<article_ring>> articles_;
   std::vector<std::unique_ptr<sleeper>> sleepers_;
@@ -150,14 +152,16 @@ class shard {
   bool can_send(uint32_t target) const;
 
   // ---- the store ----
-  // Queues a durable write. False, w left with the caller, when the write ring is full.
-  bool write(write_ptr& w);
-  bool can_write();
+  // Queues a durable write on a lane (messages.h: write_lane). False, w left with the
+  // caller, when that lane's ring is full.
+  bool write(write_ptr& w, write_lane lane = write_lane::crawl);
+  bool can_write(write_lane lane = write_lane::crawl);
   bool store_streamed() const { return streamed_; }
 
   // Memory pressure (the reflector's, DESIGN.md 9): while paused the shard leaves sequenced
-  // articles on its ring. The store waits for room, the crawlers' writes wait behind it:
-  // backpressure, and nothing is dropped. Owner thread only.
+  // articles on its ring. Once it is full the store holds the broadcast and the crawl
+  // lane's writes wait behind it: backpressure, nothing dropped; api-lane writes go on.
+  // Owner thread only.
   void pause_articles(bool paused) { articles_paused_ = paused; }
   bool articles_paused() const { return articles_paused_; }
 
@@ -185,7 +189,7 @@ class shard {
   std::vector<uint32_t> outstanding_;        // tasks out at each peer (origin side)
   std::vector<task_ptr> local_, local_run_;  // tasks for this shard itself, next turn
   std::vector<uint8_t> dirty_;               // control rings staged into this turn
-  bool writes_dirty_ = false;
+  bool writes_dirty_ = false, api_writes_dirty_ = false;
   bool streamed_ = false;
   bool articles_paused_ = false;
 

@@ -81,6 +81,9 @@ struct store_port {
   runtime::sleeper* consumer = nullptr;
   void (*wake)(void* ctx) = nullptr;
   void* wake_ctx = nullptr;
+  // The shard's write_lane::api ring (null: the shard has none). Its writes may carry no
+  // articles; the store writes and acknowledges them while a broadcast waits for room.
+  runtime::write_ring* api_in = nullptr;
 };
 
 // Which shard owns a streamed record: the index of its port. Called on the store thread
@@ -111,12 +114,13 @@ struct store_stats {
   std::atomic<uint64_t> writes_refused{0};  // writes sent back with a non-zero status
   std::atomic<uint64_t> ops_written{0};     // store_ops applied
   std::atomic<uint64_t> articles_sequenced{0};
-  std::atomic<uint64_t> groups{0};            // synced writes
-  histogram group_writes;                     // writes per group
-  histogram fsync_us;                         // duration of each synced Write, microseconds
-  std::atomic<uint64_t> ring_full_waits{0};   // times an event/article ring was full
-  std::atomic<uint64_t> sleeps{0};            // times the store thread went to sleep
-  std::atomic<uint64_t> records_streamed{0};  // start-up records sent to shards
+  std::atomic<uint64_t> groups{0};             // synced writes
+  histogram group_writes;                      // writes per group
+  histogram fsync_us;                          // duration of each synced Write, microseconds
+  std::atomic<uint64_t> ring_full_waits{0};    // times an event/article ring was full
+  std::atomic<uint64_t> writes_past_stall{0};  // api-lane writes acked while a broadcast waited
+  std::atomic<uint64_t> sleeps{0};             // times the store thread went to sleep
+  std::atomic<uint64_t> records_streamed{0};   // start-up records sent to shards
   std::atomic<uint64_t> articles_replayed{0};
   std::atomic<bool> streamed{false};  // start-up streaming done (for /readyz)
   std::atomic<uint64_t> next_seq{1};  // the sequence the next article gets
