@@ -348,6 +348,46 @@ TEST(net_loop, timers_due_together_fire_in_deadline_order) {
   EXPECT_EQ(log.order, (std::vector<int>{32, 101, 103, 10340}));
 }
 
+// A callback that arms a later timer must not hide an earlier one already armed: the
+// wait's hint, reset before the callbacks ran, once took the later deadline, so an idle loop
+// slept through the earlier one (a 10 s periodic timer delayed the crawler's beat to 20 s).
+namespace {
+struct turn_log {
+  loop* l = nullptr;
+  int turn = 0;
+  int early_turn = -1, late_fires = 0, late_second_turn = -1;
+  timer early, late;
+  static void on_early(void* c) {
+    static_cast<turn_log*>(c)->early_turn = static_cast<turn_log*>(c)->turn;
+  }
+  static void on_late(void* c) {
+    auto* me = static_cast<turn_log*>(c);
+    if (++me->late_fires == 1) {
+      me->l->arm(me->late, 2000);  // later than `early`, armed after the hint was reset
+    } else {
+      me->late_second_turn = me->turn;
+    }
+  }
+};
+}  // namespace
+
+TEST(net_loop, a_callback_arming_a_later_timer_does_not_hide_an_earlier_one) {
+  auto l = make_loop();
+  ASSERT_TRUE(l);
+  turn_log log;
+  log.l = l.get();
+  log.early.set(&turn_log::on_early, &log);
+  log.late.set(&turn_log::on_late, &log);
+  l->arm(log.late, 5);
+  l->arm(log.early, 50);
+  for (; log.turn < 100000 && log.late_second_turn < 0; ++log.turn) l->run_once(true);
+  ASSERT_GE(log.early_turn, 0);
+  ASSERT_GE(log.late_second_turn, 0);
+  // Not a timing assertion: the early timer fires in a turn of its own, before the wait
+  // for the late one ends.
+  EXPECT_LT(log.early_turn, log.late_second_turn);
+}
+
 namespace {
 struct wake_target {
   std::unique_ptr<loop> l;

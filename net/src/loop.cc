@@ -416,7 +416,10 @@ void loop::arm(timer& t, uint64_t delay_ms) {
   s->prev_ = &t;
   t.owner_ = this;
   ++timers_armed_;
-  if (d < next_hint_) next_hint_ = d;
+  // A known hint (the earliest slot with a timer) only moves earlier. An unknown one
+  // (UINT64_MAX: reset when it passed, e.g. while expired callbacks run) stays unknown and
+  // the next wait rescans: taking d would hide a timer already armed before d.
+  if (next_hint_ != UINT64_MAX && d < next_hint_) next_hint_ = d;
 }
 
 void loop::disarm(timer& t) {

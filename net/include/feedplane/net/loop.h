@@ -277,6 +277,8 @@ class loop {
   std::unique_ptr<timer[]> wheel_;
   uint64_t now_ms_ = 0;
   uint64_t last_tick_ = 0;  // every tick <= last_tick_ has been expired
+  // A tick at or before the earliest armed deadline (the wait ends there); UINT64_MAX:
+  // unknown, the next wait rescans the wheel.
   uint64_t next_hint_ = UINT64_MAX;
   uint32_t timers_armed_ = 0;
 
