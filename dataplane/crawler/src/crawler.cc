@@ -193,6 +193,16 @@ struct crawl_write : rt::store_write {
   void on_durable(rt::shard& s) override;
 };
 
+// A bound on the last run's fetches (kind::crawl, a key no source has: 8 bytes big-endian
+// unix ms): no fetch of it began later. Shard 0 writes now + 2 periods every period (a
+// beat late by up to a period still bounds), and now when it stops (no fetch starts after
+// a stop).
+constexpr std::string_view k_alive_key = "alive";
+constexpr int64_t k_alive_period_ms = 10'000;
+struct alive_write : rt::store_write {
+  void on_durable(rt::shard& s) override;
+};
+
 // A shard's sum of sqrt(weight x rate) over its feeds with history, to every peer: each
 // shard's share of the fetch budget is its share of the sum (DESIGN.md 9).
 struct share_task : rt::task {
@@ -247,8 +257,12 @@ class crawler final : public dataplane::component {
   static constexpr dataplane::component_id id = dataplane::component_id::crawler;
 
   explicit crawler(shard_services& s)
-      : s_(s), cfg_(s.cfg->crawler), tick_(&crawler::on_tick, this) {
+      : s_(s),
+        cfg_(s.cfg->crawler),
+        tick_(&crawler::on_tick, this),
+        alive_(&crawler::on_alive, this) {
     bounds_.floor_s = cfg_.min_interval_s;
+    read_alive();
     bounds_.ceiling_s = std::max(cfg_.max_interval_s, cfg_.min_interval_s);
     rt::metrics_registry& m = s.rt->metrics();
     for (size_t i = 1; i < k_outcomes; ++i) {
@@ -287,7 +301,10 @@ class crawler final : public dataplane::component {
         "Reflector reports for sources this shard no longer has (deleted meanwhile)");
   }
 
-  ~crawler() override { s_.rt->loop().disarm(tick_); }
+  ~crawler() override {
+    s_.rt->loop().disarm(tick_);
+    s_.rt->loop().disarm(alive_);
+  }
 
   static crawler& of(rt::shard& sh) { return shard_services::of(sh).get<crawler>(); }
   shard_services& services() { return s_; }
@@ -309,6 +326,8 @@ class crawler final : public dataplane::component {
   void stop() override {
     stopping_ = true;
     s_.rt->loop().disarm(tick_);
+    s_.rt->loop().disarm(alive_);
+    if (streamed_ && s_.rt->index() == 0) write_alive(wall_ms());
     if (!backlog_.empty()) wake_at(wall_ms() + 5);
   }
   bool quiescent() const override { return in_flight_ == 0 && writes_pending_ == 0; }
@@ -325,6 +344,7 @@ class crawler final : public dataplane::component {
   void status_on_owner(status_task& t) const;
   // ---- fetching ----
   void crawl_durable(crawl_write& w);
+  void alive_durable() { --writes_pending_; }
   // ---- the budget ----
   void peer_share(uint32_t from, double sum) {
     if (from < peer_sums_.size()) peer_sums_[from] = sum;
@@ -336,6 +356,10 @@ class crawler final : public dataplane::component {
   void wake_at(int64_t at_ms);
   static void on_tick(void* self) { static_cast<crawler*>(self)->pump(); }
   void pump();
+  static void on_alive(void* self) { static_cast<crawler*>(self)->beat(); }
+  void beat();
+  void write_alive(int64_t bound_ms);
+  void read_alive();
   void flush_backlog();
   void start_fetch(source& s);
   static void on_fetched(void* self, uint64_t fetch_id, net::fetch_result& r) {
@@ -403,7 +427,9 @@ class crawler final : public dataplane::component {
   using due_entry = std::pair<int64_t, uint64_t>;
   std::priority_queue<due_entry, std::vector<due_entry>, std::greater<>> heap_;
   net::timer tick_;
-  int64_t tick_at_ = 0;  // unix ms the tick is armed for (0: not armed)
+  int64_t tick_at_ = 0;   // unix ms the tick is armed for (0: not armed)
+  net::timer alive_;      // shard 0: writes k_alive_key every k_alive_period_ms
+  int64_t alive_ms_ = 0;  // the bound the last run left (k_alive_key), read at start; 0: none
 
   std::unordered_map<uint32_t, domain_state> domains_;  // by politeness key hash
   // (ms, key): when a domain's queue may move (a rate slot, a pause's end, a fetch ended).
@@ -459,6 +485,7 @@ void reply_task::run(rt::shard& target) {
 }
 void change_write::on_durable(rt::shard& s) { crawler::of(s).change_durable(*this); }
 void crawl_write::on_durable(rt::shard& s) { crawler::of(s).crawl_durable(*this); }
+void alive_write::on_durable(rt::shard& s) { crawler::of(s).alive_durable(); }
 void list_task::run(rt::shard& target) { crawler::of(target).list_on_owner(*this); }
 void status_task::run(rt::shard& target) { crawler::of(target).status_on_owner(*this); }
 void share_task::run(rt::shard& target) { crawler::of(target).peer_share(from, sum); }
@@ -826,6 +853,8 @@ void crawler::on_record(rt::shard&, rt::kind k, std::string_view key, std::strin
 void crawler::on_streamed(rt::shard&) {
   streamed_ = true;
   const int64_t now = wall_ms();
+  const int64_t since = alive_ms_;  // no fetch of the last run began later
+  if (s_.rt->index() == 0) s_.rt->loop().arm(alive_, uint64_t(k_alive_period_ms));
   for (auto& [sid, s] : sources_) {
     if (!s.durable) continue;
     if ((s.rec.flags & crawl_gone) != 0) continue;
@@ -835,6 +864,16 @@ void crawler::on_streamed(rt::shard&) {
       // kept only in the records of the sources that were answered 429 or 503.
       pause_domain(uint32_t(sid >> 32), s.rec.next_fetch_ms);
       schedule(s, s.rec.next_fetch_ms, reason::retry_after);
+    } else if (s.fetched && alive_ms_ != 0 && s.rec.next_fetch_ms <= since) {
+      // Due before the last run ended: it may have been fetched after its record was
+      // written (a 304 that moved nothing is not persisted), as late as `since`. Not again
+      // sooner than the floor and the feed's own hints ask, counted from then.
+      feed_hint_rule rule = feed_hint_rule::none;
+      const int64_t at =
+          bound_by_feed_hints(s.rec.hints.get(), since, since + int64_t(bounds_.floor_s) * 1000,
+                              bounds_.ceiling_s, &rule);
+      s.wave = true;  // many come due together: spread the next
+      schedule(s, std::max(now, at), reason::restart);
     } else if (s.fetched) {
       s.wave = s.rec.next_fetch_ms <= now;  // every overdue source is due now: one wave
       schedule(s, std::max(now, s.rec.next_fetch_ms), reason::restart);
@@ -844,6 +883,35 @@ void crawler::on_streamed(rt::shard&) {
   }
   update_gauges();
   pump();
+}
+
+// ---------------------------------------------------------------- the last run's bound
+
+// Read before start-up streaming, so before any shard's first beat of this run.
+void crawler::read_alive() {
+  if (s_.db == nullptr) return;
+  std::string v, err;
+  if (!s_.db->get(rt::kind::crawl, k_alive_key, &v, &err) || v.size() != 8) return;
+  uint64_t ms = 0;
+  for (char c : v) ms = (ms << 8) | uint8_t(c);
+  alive_ms_ = int64_t(std::min<uint64_t>(ms, uint64_t(INT64_MAX) / 2));
+}
+
+void crawler::beat() {
+  write_alive(wall_ms() + 2 * k_alive_period_ms);
+  if (!stopping_) s_.rt->loop().arm(alive_, uint64_t(k_alive_period_ms));
+}
+
+void crawler::write_alive(int64_t bound_ms) {
+  if (!s_.rt->can_write()) return;  // the next beat, or the stop's
+  auto w = std::make_unique<alive_write>();
+  const uint64_t ms = uint64_t(bound_ms);
+  std::string v(8, '\0');
+  for (int i = 0; i < 8; ++i) v[size_t(i)] = char(uint8_t(ms >> (56 - 8 * i)));
+  w->ops.push_back({rt::kind::crawl, false, std::string(k_alive_key), std::move(v)});
+  ++writes_pending_;  // a stop waits for it (quiescent)
+  rt::write_ptr wp = std::move(w);
+  if (!s_.rt->write(wp)) --writes_pending_;  // cannot happen: can_write() above
 }
 
 // ---------------------------------------------------------------- the schedule
