@@ -542,6 +542,32 @@ bool every_shard_says(int port, uint32_t shards, const std::string& state) {
 // every shard pauses the article stream, so articles sequenced meanwhile wait on the rings;
 // once memory returns the shards resume and the articles reach the feeds: nothing lost.
 // The test moves the process's resident memory itself (a block it touches, then unmaps).
+// Raises the process's resident memory 64 MiB above limit_mb (an anonymous mapping with
+// every page touched) until release() or destruction.
+class resident_block {
+ public:
+  explicit resident_block(uint32_t limit_mb) {
+    const uint64_t limit = uint64_t(limit_mb) << 20, now = resident_bytes();
+    size_ = size_t((limit > now ? limit - now : 0) + (uint64_t{64} << 20));
+    void* p = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return;
+    block_ = p;
+    memset(block_, 1, size_);  // every page resident
+  }
+  ~resident_block() { release(); }
+  resident_block(const resident_block&) = delete;
+  resident_block& operator=(const resident_block&) = delete;
+  bool ok() const { return block_ != nullptr; }
+  void release() {
+    if (block_ != nullptr) munmap(block_, size_);
+    block_ = nullptr;
+  }
+
+ private:
+  void* block_ = nullptr;
+  size_t size_ = 0;
+};
+
 TEST(reflector_live, memory_pressure_pauses_the_article_stream_and_loses_nothing) {
   const uint32_t limit_mb = uint32_t(resident_bytes() >> 20) + 384;
   live_server srv(2, limit_mb);
@@ -554,11 +580,8 @@ TEST(reflector_live, memory_pressure_pauses_the_article_stream_and_loses_nothing
   const std::vector<std::string> feeds = string_fields(r.body, "feed");
   ASSERT_EQ(feeds.size(), 1u) << r.body;
 
-  const uint64_t limit = uint64_t(limit_mb) << 20, now = resident_bytes();
-  const size_t grow = size_t((limit > now ? limit - now : 0) + (uint64_t{64} << 20));
-  void* block = mmap(nullptr, grow, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  ASSERT_NE(block, MAP_FAILED);
-  memset(block, 1, grow);  // every page resident
+  resident_block block(limit_mb);
+  ASSERT_TRUE(block.ok());
   ASSERT_TRUE(every_shard_says(port, 2, "paused"));
   const uint64_t s1 =
       srv.write(refs(article("pressure one", "m1", 0), article("pressure two", "m2", 0)));
@@ -567,7 +590,7 @@ TEST(reflector_live, memory_pressure_pauses_the_article_stream_and_loses_nothing
   EXPECT_EQ(held.status, 200);
   EXPECT_TRUE(held.titles.empty()) << held.titles.size() << " items while paused";
 
-  munmap(block, grow);
+  block.release();
   ASSERT_TRUE(every_shard_says(port, 2, "normal"));
   const feed_state f = poll_until(port, feeds[0], 2, "pressure two");
   EXPECT_EQ(f.seqs, (std::vector<uint64_t>{s1 + 1, s1}));
@@ -590,11 +613,8 @@ TEST(reflector_live, api_writes_pass_an_article_stream_paused_by_memory_pressure
   const std::vector<std::string> feeds = string_fields(r.body, "feed");
   ASSERT_EQ(feeds.size(), 1u) << r.body;
 
-  const uint64_t limit = uint64_t(limit_mb) << 20, now = resident_bytes();
-  const size_t grow = size_t((limit > now ? limit - now : 0) + (uint64_t{64} << 20));
-  void* block = mmap(nullptr, grow, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  ASSERT_NE(block, MAP_FAILED);
-  memset(block, 1, grow);  // every page resident
+  resident_block block(limit_mb);
+  ASSERT_TRUE(block.ok());
   ASSERT_TRUE(every_shard_says(port, 2, "paused"));
   // 20 matching articles, more than a ring of 8 holds: the broadcast waits.
   std::vector<rt::article_ref> as;
@@ -619,7 +639,7 @@ TEST(reflector_live, api_writes_pass_an_article_stream_paused_by_memory_pressure
   EXPECT_EQ(held.status, 200);
   EXPECT_TRUE(held.titles.empty()) << held.titles.size() << " items while paused";
 
-  munmap(block, grow);
+  block.release();
   ASSERT_TRUE(every_shard_says(port, 2, "normal"));
   const uint64_t s1 = srv.wait_acked(before);
   const feed_state f = poll_until(port, feeds[0], 10, "stalled number 19");
