@@ -81,7 +81,9 @@ struct stand_in {
   bool streamed = false;
   bool record_after_streamed = false;
   bool keep_articles = false;
-  std::atomic<bool> paused{false};  // leaves articles on the ring (memory pressure)
+  // Leaves articles on the ring (memory pressure). Set by the test thread, read by the
+  // stand-in's: seq_cst (the default), a flag with no data behind it.
+  std::atomic<bool> paused{false};
   std::vector<rt::article_ref> kept;
   // Progress the test may watch while the thread runs.
   std::atomic<uint64_t> acked_ok{0}, acked_bad{0}, articles_seen{0};

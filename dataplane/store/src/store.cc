@@ -508,6 +508,7 @@ void store::impl::commit() {
   const bool stalled = !held.empty();  // wait_for_room() commits api-lane groups only
   for (rt::write_ptr& w : group) {
     if (w->lane == rt::write_lane::api) {
+      // Relaxed: a counter read by /metrics, ordered with nothing.
       if (stalled) stats->writes_past_stall.fetch_add(1, std::memory_order_relaxed);
       ack(std::move(w));
     } else if (broadcast) {
@@ -519,13 +520,14 @@ void store::impl::commit() {
   if (broadcast && !held.empty() && !advance_broadcast()) {
     // Full: a shard is behind. Give it a moment (the common case: it is draining), then
     // leave the rest to run(), which keeps serving the api lanes meanwhile.
-    stats->ring_full_waits.fetch_add(1, std::memory_order_relaxed);
+    stats->ring_full_waits.fetch_add(1, std::memory_order_relaxed);  // a counter, as above
     for (uint32_t spin = 0; spin < 256 && !advance_broadcast(); ++spin) cpu_relax();
   }
   for (size_t i = 0; i < ports.size(); ++i) publish_port(i);
 }
 
 void store::impl::ack(rt::write_ptr w) {
+  // Relaxed: counters read by /metrics; the ack itself travels on the event ring.
   (w->status == 0 ? stats->writes_acked : stats->writes_refused)
       .fetch_add(1, std::memory_order_relaxed);
   const size_t i = w->origin_shard < ports.size() ? w->origin_shard : 0;
@@ -564,6 +566,7 @@ bool store::impl::advance_broadcast() {
 // behind: poll its ring in short sleeps, waking it now and then in case it slept, and
 // write the api lanes' writes meanwhile. Never drops; only a stop() leaves.
 void store::impl::wait_for_room() {
+  // Relaxed: stop_requested publishes no data (see its declaration).
   for (uint32_t attempt = 0; !stop_requested.load(std::memory_order_relaxed); ++attempt) {
     if (advance_broadcast()) {
       for (size_t i = 0; i < ports.size(); ++i) publish_port(i);
