@@ -376,6 +376,7 @@ void loop::dispatch(uint64_t ud, int32_t res, uint32_t flags) {
       return;
     case k_eventfd:
       eventfd_armed_ = false;
+      // Acquire: pairs with request_stop()'s release store of stopping_.
       if (!stopping_.load(std::memory_order_acquire)) {
         ++stats_.wakes;
         if (wake_fn_ != nullptr) wake_fn_(wake_ctx_);
@@ -568,6 +569,8 @@ int loop::run_once(bool wait) {
 }
 
 int loop::run() {
+  // Acquire: pairs with request_stop()'s release store, so what the stopper wrote before
+  // asking is visible once the loop leaves.
   while (!stopping_.load(std::memory_order_acquire)) {
     const int r = run_once(true);
     if (r < 0) return r;
