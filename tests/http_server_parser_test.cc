@@ -107,6 +107,34 @@ TEST(http_server_parser, bytewise_equals_whole) {
   EXPECT_FALSE(parse_all(cases[1]).keep_alive);
 }
 
+// Trailer fields that fill max_header_bytes exactly are accepted, also when the final
+// empty line arrives a byte at a time (the lone CR must not count against the limit).
+// Found by fuzz_http_request: the incremental parse answered 431 where the whole one
+// completed.
+TEST(http_server_parser, trailer_at_the_limit_bytewise_equals_whole) {
+  request_limits lim;
+  lim.max_header_bytes = 1024;
+  const std::string head =
+      "POST /e HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3;x\r\nabc\r\n0\r\n";
+  // One field of exactly max_header_bytes with its CRLF.
+  const std::string field = "T: " + std::string(1024 - 5, 'v') + "\r\n";
+  const std::string ok = head + field + "\r\n";
+  auto a = parse_all(ok, lim), b = parse_bytewise(ok, lim);
+  ASSERT_EQ(a.st, parse_status::complete);
+  ASSERT_EQ(b.st, parse_status::complete) << b.status;
+  EXPECT_EQ(a.body, "abc");
+  EXPECT_EQ(b.body, "abc");
+  EXPECT_EQ(b.consumed, ok.size());
+  // One byte more is refused both ways, the incremental parse no later than the whole one.
+  const std::string big = head + "T: " + std::string(1024 - 4, 'v') + "\r\n\r\n";
+  a = parse_all(big, lim);
+  b = parse_bytewise(big, lim);
+  EXPECT_EQ(a.st, parse_status::error);
+  EXPECT_EQ(a.status, 431);
+  EXPECT_EQ(b.st, parse_status::error);
+  EXPECT_EQ(b.status, 431);
+}
+
 TEST(http_server_parser, errors_and_statuses) {
   struct c {
     std::string in;

@@ -385,7 +385,12 @@ parse_status request_parser::parse_chunked(std::string_view in, http_request& ou
       case chunk_state::trailer: {
         size_t nl = in.find('\n', cpos_);
         if (nl == std::string_view::npos) {
-          if (trailer_bytes_ + (in.size() - cpos_) > limits_.max_header_bytes) {
+          // A partial line of k bytes ends as a field of at least k + 1 (with its CRLF),
+          // unless it is the lone CR of the empty line that ends the trailer, which costs
+          // nothing: fail early only when the whole parse would fail too.
+          const size_t k = in.size() - cpos_;
+          const bool may_end = k == 0 || (k == 1 && in[cpos_] == '\r');
+          if (!may_end && trailer_bytes_ + k + 1 > limits_.max_header_bytes) {
             return fail(431, "trailer fields too large");
           }
           return parse_status::incomplete;
