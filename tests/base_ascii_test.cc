@@ -59,3 +59,14 @@ TEST(base_ascii, trim_removes_html_whitespace_only) {
     EXPECT_EQ(fb::is_ascii_space(static_cast<char>(c)), space) << c;
   }
 }
+
+TEST(base_ascii, hex_digit_reads_both_cases_and_refuses_everything_else) {
+  for (int c = 0; c < 256; ++c) {
+    int want = -1;
+    if (c >= '0' && c <= '9') want = c - '0';
+    if (c >= 'a' && c <= 'f') want = c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') want = c - 'A' + 10;
+    EXPECT_EQ(fb::hex_digit(static_cast<char>(c)), want) << c;
+  }
+  static_assert(fb::hex_digit('F') == 15 && fb::hex_digit('g') == -1);
+}

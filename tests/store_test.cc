@@ -114,9 +114,11 @@ struct stand_in {
           acks.push_back(std::move(a));
           break;  // the write is freed here, on its origin's thread
         }
-        case rt::store_event::record:
+        case rt::store_event::records:
           if (streamed) record_after_streamed = true;
-          records.emplace_back(e.k, e.key, e.value);
+          rt::for_each_record(e.block, [&](rt::kind k, std::string_view key, std::string_view v) {
+            records.emplace_back(k, std::string(key), std::string(v));
+          });
           break;
         case rt::store_event::streamed:
           streamed = true;
@@ -647,7 +649,11 @@ TEST(store, restart_streams_every_record_to_its_owner_then_streamed) {
         const rt::kind k = kinds[i % 5];
         std::string key =
             std::string(1, char('a' + i % 26)) + "-" + std::to_string(s) + "-" + std::to_string(i);
-        std::string value = "value " + key + std::string(size_t(i), 'v');
+        // Records travel to their shards in 16 KiB blocks: one larger than a block, and an
+        // empty one, go whole too.
+        std::string value = i == 7   ? std::string(40000, 'b')
+                            : i == 9 ? std::string()
+                                     : "value " + key + std::string(size_t(i), 'v');
         expect[{k, key}] = value;
         ws.push_back(shards[s]->make_write(id++, key, value, i % 4 == 0 ? 2 : 0, k));
       }

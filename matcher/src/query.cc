@@ -472,6 +472,24 @@ bool to_dnf(const query_node& node, bool negated, size_t limit, dnf& out) {
         dnf part;
         if (!to_dnf(child, negated, limit, part)) return false;
         if (acc.size() * part.size() > limit) return false;
+        if (part.size() == 1) {
+          // The common case (a term, or an AND below): extend each clause in place, moving
+          // into the last, instead of copying every clause built so far once per operand.
+          query_clause& p = part[0];
+          for (size_t i = 0; i < acc.size(); ++i) {
+            query_clause& a = acc[i];
+            if (i + 1 < acc.size()) {
+              a.must.insert(a.must.end(), p.must.begin(), p.must.end());
+              a.must_not.insert(a.must_not.end(), p.must_not.begin(), p.must_not.end());
+            } else {
+              a.must.insert(a.must.end(), std::make_move_iterator(p.must.begin()),
+                            std::make_move_iterator(p.must.end()));
+              a.must_not.insert(a.must_not.end(), std::make_move_iterator(p.must_not.begin()),
+                                std::make_move_iterator(p.must_not.end()));
+            }
+          }
+          continue;
+        }
         dnf next;
         next.reserve(acc.size() * part.size());
         for (const auto& a : acc) {
@@ -491,12 +509,16 @@ bool to_dnf(const query_node& node, bool negated, size_t limit, dnf& out) {
   return false;
 }
 
+// Keeps the first of equal terms, in order, in place (no second vector).
 void dedupe(std::vector<query_term>& terms) {
-  std::vector<query_term> kept;
-  for (auto& t : terms) {
-    if (std::find(kept.begin(), kept.end(), t) == kept.end()) kept.push_back(std::move(t));
+  size_t kept = 0;
+  for (size_t i = 0; i < terms.size(); ++i) {
+    const auto end = terms.begin() + std::ptrdiff_t(kept);
+    if (std::find(terms.begin(), end, terms[i]) != end) continue;
+    if (i != kept) terms[kept] = std::move(terms[i]);
+    ++kept;
   }
-  terms = std::move(kept);
+  terms.erase(terms.begin() + std::ptrdiff_t(kept), terms.end());
 }
 
 // True if the clause cannot match any article: it excludes what it requires.

@@ -25,13 +25,6 @@ void for_each_token(std::string_view v, F f) {
   }
 }
 
-int hex_value(unsigned char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  c |= 0x20;
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  return -1;
-}
-
 }  // namespace
 
 std::string_view http_request::header(std::string_view name) const {
@@ -337,7 +330,7 @@ parse_status request_parser::parse_chunked(std::string_view in, http_request& ou
         uint64_t size = 0;
         size_t i = 0;
         for (; i < l.size(); ++i) {
-          int h = hex_value(static_cast<unsigned char>(l[i]));
+          int h = base::hex_digit(l[i]);
           if (h < 0) break;
           if (i >= 15) return fail(400, "invalid chunk size");  // > 2^60: never a real chunk
           size = size * 16 + uint64_t(h);

@@ -15,13 +15,6 @@ using base::ascii_iequals;
 constexpr uint32_t k_max_chunk_line = 4096;  // size + extensions
 constexpr uint32_t k_max_interim = 32;
 
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  c = base::ascii_lower(c);
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  return -1;
-}
-
 // Calls fn(token) for each comma-separated, OWS-trimmed, non-empty token of a list header.
 template <typename Fn>
 void for_each_token(std::string_view v, Fn&& fn) {
@@ -349,7 +342,7 @@ response_parser::status response_parser::feed_chunked(const char* data, size_t n
     char c = data[i];
     switch (cstate_) {
       case chunk_state::size: {
-        int h = hex_value(c);
+        int h = base::hex_digit(c);
         if (h >= 0) {
           if (++chunk_digits_ > 15) return fail(fetch_error::bad_chunk_size);
           remaining_ = (remaining_ << 4) | static_cast<uint64_t>(h);

@@ -4,19 +4,13 @@
 #include <charconv>
 #include <stdexcept>
 
+#include "feedplane/base/ascii.h"
 #include "feedplane/base/json.h"
 #include "feedplane/net/http_server.h"
 
 namespace feedplane::net {
 
 namespace {
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
 
 // Percent-decodes s (and '+' as a space when plus_is_space) into out, which has room for
 // s.size() bytes, or views s itself when nothing needs decoding. Returns false with *bad at
@@ -35,8 +29,8 @@ bool percent_decode(std::string_view s, bool plus_is_space, char* out, size_t* o
   for (size_t i = first; i < s.size(); ++i) {
     const char c = s[i];
     if (c == '%') {
-      const int hi = i + 1 < s.size() ? hex_value(s[i + 1]) : -1;
-      const int lo = i + 2 < s.size() ? hex_value(s[i + 2]) : -1;
+      const int hi = i + 1 < s.size() ? base::hex_digit(s[i + 1]) : -1;
+      const int lo = i + 2 < s.size() ? base::hex_digit(s[i + 2]) : -1;
       if (hi < 0 || lo < 0) {
         *bad = i;
         return false;

@@ -398,6 +398,7 @@ class reflector final : public dataplane::component {
   void on_article(rt::shard& s, const rt::article_ref& a) override;
   void on_record(rt::shard& s, rt::kind k, std::string_view key, std::string_view value) override;
   void on_streamed(rt::shard& s) override;
+  void prefetch_record(rt::kind k, std::string_view key) override;
   void stop() override { stopping_ = true; }
   bool quiescent() const override { return outbox_.empty(); }
   // For /readyz: every shard caught up (a load balancer sends to the process, and any
@@ -583,6 +584,7 @@ class reflector final : public dataplane::component {
   // a second copy of the id: 1M subscriptions load and look up without a cache miss per
   // node hop.
   absl::flat_hash_map<std::string_view, uint32_t> by_id_;
+  matcher::parsed_query install_pq_;                                    // install's parse, reused
   absl::flat_hash_map<std::string, std::vector<uint32_t>> by_account_;  // flat: 10M loads at start
   std::vector<partition_slots> partitions_;
   std::unordered_map<std::string, account> accounts_;
@@ -1307,12 +1309,16 @@ void reflector::rotate_secret(net::request_context& ctx, net::http_response& r) 
 // ---- subscriptions: install and records ----
 
 subscription* reflector::install(std::unique_ptr<subscription> s, uint32_t slot, std::string* err) {
-  if (by_id_.count(s->id) != 0) {
+  // One probe of the id map (a cache miss at millions), claimed now and released on refusal.
+  auto [at, fresh] = by_id_.try_emplace(s->id, UINT32_MAX);
+  if (!fresh) {
     *err = "a subscription with this id exists";
     return nullptr;
   }
-  matcher::parsed_query pq;
+  // The parse's vectors are reused from one install to the next (start-up installs millions).
+  matcher::parsed_query& pq = install_pq_;
   if (auto e = parser_.parse(s->query, pq); !e.ok()) {
+    by_id_.erase(at);
     *err = e.message;
     return nullptr;
   }
@@ -1320,6 +1326,7 @@ subscription* reflector::install(std::unique_ptr<subscription> s, uint32_t slot,
   if (slot == UINT32_MAX) {
     slot = ps.allocate();
   } else if (ps.get(slot) != 0) {
+    by_id_.erase(at);
     *err = fmt::format("slot {} of partition {} is taken", slot, s->partition);
     return nullptr;
   }
@@ -1334,7 +1341,7 @@ subscription* reflector::install(std::unique_ptr<subscription> s, uint32_t slot,
   s->slot = slot;
   index_.add(idx, pq);
   ps.set(slot, idx + 1);
-  by_id_.emplace(s->id, idx);
+  at->second = idx;
   by_account_[s->account].push_back(idx);
   s->version = next_version();
   subs_[idx] = std::move(s);
@@ -1417,13 +1424,8 @@ std::string reflector::json_of(const subscription& s) const {
 namespace {
 bool unhex(std::string_view h, uint8_t* out, size_t n) {
   if (h.size() != 2 * n) return false;
-  auto nib = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    return -1;
-  };
   for (size_t i = 0; i < n; ++i) {
-    const int hi = nib(h[2 * i]), lo = nib(h[2 * i + 1]);
+    const int hi = base::hex_digit(h[2 * i]), lo = base::hex_digit(h[2 * i + 1]);
     if (hi < 0 || lo < 0) return false;
     out[i] = uint8_t(hi << 4 | lo);
   }
@@ -1498,6 +1500,12 @@ void reflector::on_record(rt::shard&, rt::kind k, std::string_view key, std::str
   if (install(std::move(s), uint32_t(slot), &err) == nullptr) bad(err);
 }
 
+void reflector::prefetch_record(rt::kind k, std::string_view key) {
+  if (k != rt::kind::subscriptions) return;
+  by_id_.prefetch(key);
+  if (replay_hi_ != 0) restore_.prefetch(snapshot_id_hash(key));
+}
+
 void reflector::on_streamed(rt::shard&) {
   streamed_ = true;
   // Relaxed is enough: the store wrote next_seq before it published `streamed` (release),
@@ -1559,6 +1567,10 @@ void reflector::load_snapshots() {
     ++files;
     lists += ps.lists.size();
   }
+  // The snapshots count this shard's subscriptions: size the id maps once instead of
+  // rehashing them ~20 times while millions stream in.
+  by_id_.reserve(lists);
+  subs_.reserve(lists);
   if (replay_hi_ != 0) {
     replay_index_ = std::make_unique<matcher::index>();
     fmt::print(

@@ -205,8 +205,16 @@ bool shard::turn() {
             w->on_durable(*this);
             break;
           }
-          case store_event::record:
-            if (listener_ != nullptr) listener_->on_record(*this, e.k, e.key, e.value);
+          case store_event::records:
+            if (listener_ != nullptr) {
+              // A block at a time: hint every record first, then apply them.
+              for_each_record(e.block, [&](kind k, std::string_view key, std::string_view) {
+                listener_->prefetch_record(k, key);
+              });
+              for_each_record(e.block, [&](kind k, std::string_view key, std::string_view v) {
+                listener_->on_record(*this, k, key, v);
+              });
+            }
             break;
           case store_event::streamed:
             streamed_ = true;
