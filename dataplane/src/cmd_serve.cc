@@ -88,8 +88,8 @@ class listener_mux final : public runtime::shard_listener {
                  std::string_view value) override {
     if (component* c = owner_of_kind(k)) c->on_record(sh, k, key, value);
   }
-  void prefetch_record(runtime::kind k, std::string_view key) override {
-    if (component* c = owner_of_kind(k)) c->prefetch_record(k, key);
+  void prefetch_record(runtime::kind k, std::string_view key, std::string_view value) override {
+    if (component* c = owner_of_kind(k)) c->prefetch_record(k, key, value);
   }
   void on_streamed(runtime::shard& sh) override {
     for (component* c : s_.parts) {

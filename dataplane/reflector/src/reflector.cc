@@ -398,7 +398,7 @@ class reflector final : public dataplane::component {
   void on_article(rt::shard& s, const rt::article_ref& a) override;
   void on_record(rt::shard& s, rt::kind k, std::string_view key, std::string_view value) override;
   void on_streamed(rt::shard& s) override;
-  void prefetch_record(rt::kind k, std::string_view key) override;
+  void prefetch_record(rt::kind k, std::string_view key, std::string_view value) override;
   void stop() override { stopping_ = true; }
   bool quiescent() const override { return outbox_.empty(); }
   // For /readyz: every shard caught up (a load balancer sends to the process, and any
@@ -561,6 +561,7 @@ class reflector final : public dataplane::component {
     // The replay of what the snapshots held is over: free its state, start writing ours.
     replay_hi_ = 0;
     restore_ = {};
+    restore_seqs_ = {};
     replay_index_.reset();
     replay_ids_ = {};
     if (snap_interval_ms_ != 0) s_.rt->loop().arm(snap_timer_, snap_interval_ms_);
@@ -675,7 +676,15 @@ class reflector final : public dataplane::component {
   // the replay of what the snapshots already hold matches only those.
   std::vector<uint64_t> applied_;
   uint64_t replay_hi_ = 0;
-  absl::flat_hash_map<uint64_t, list_snapshot_entry> restore_;
+  // A restored list: its identity and its sequences in restore_seqs_ (one array for all,
+  // not a vector each: half a million lists per shard at 1M subscriptions).
+  struct restored_list {
+    uint64_t identity = 0;
+    uint32_t first = 0;  // in restore_seqs_
+    uint32_t n = 0;
+  };
+  absl::flat_hash_map<uint64_t, restored_list> restore_;
+  std::vector<uint64_t> restore_seqs_;
   std::unique_ptr<matcher::index> replay_index_;
   std::vector<uint32_t> replay_ids_;
 
@@ -1353,7 +1362,8 @@ subscription* reflector::install(std::unique_ptr<subscription> s, uint32_t slot,
     bool covered = false;
     if (auto it = restore_.find(snapshot_id_hash(in->id));
         it != restore_.end() && it->second.identity == list_identity(*in)) {
-      for (uint64_t seq : it->second.seqs) in->list.insert(seq, 0, in->k);
+      const uint64_t* seqs = restore_seqs_.data() + it->second.first;
+      for (uint32_t i = 0; i < it->second.n; ++i) in->list.insert(seqs[i], 0, in->k);
       list_entries_ += in->list.size();
       in->restored = true;
       m_.restored_lists->add();
@@ -1500,10 +1510,19 @@ void reflector::on_record(rt::shard&, rt::kind k, std::string_view key, std::str
   if (install(std::move(s), uint32_t(slot), &err) == nullptr) bad(err);
 }
 
-void reflector::prefetch_record(rt::kind k, std::string_view key) {
+void reflector::prefetch_record(rt::kind k, std::string_view key, std::string_view value) {
   if (k != rt::kind::subscriptions) return;
   by_id_.prefetch(key);
   if (replay_hi_ != 0) restore_.prefetch(snapshot_id_hash(key));
+  // The partition slot, read from the record's layout (record_of) without parsing it: a
+  // hint only, so a record laid out otherwise costs a useless load.
+  if (size_t p = value.find("\"slot\": "); p != std::string_view::npos) {
+    uint64_t slot = 0;
+    for (p += 8; p < value.size() && value[p] >= '0' && value[p] <= '9' && slot < UINT32_MAX; ++p)
+      slot = slot * 10 + uint64_t(value[p] - '0');
+    const partition_slots& ps = partitions_[partition_of(key)];
+    if (slot < ps.size) __builtin_prefetch(&ps.chunks[slot / slot_chunk][slot % slot_chunk]);
+  }
 }
 
 void reflector::on_streamed(rt::shard&) {
@@ -1563,7 +1582,11 @@ void reflector::load_snapshots() {
     }
     applied_[p] = ps.applied;
     replay_hi_ = std::max(replay_hi_, ps.applied);
-    for (list_snapshot_entry& e : ps.lists) restore_.emplace(e.id_hash, std::move(e));
+    for (const list_snapshot_entry& e : ps.lists) {
+      restore_.try_emplace(e.id_hash, restored_list{e.identity, uint32_t(restore_seqs_.size()),
+                                                    uint32_t(e.seqs.size())});
+      restore_seqs_.insert(restore_seqs_.end(), e.seqs.begin(), e.seqs.end());
+    }
     ++files;
     lists += ps.lists.size();
   }

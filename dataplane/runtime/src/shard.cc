@@ -208,8 +208,8 @@ bool shard::turn() {
           case store_event::records:
             if (listener_ != nullptr) {
               // A block at a time: hint every record first, then apply them.
-              for_each_record(e.block, [&](kind k, std::string_view key, std::string_view) {
-                listener_->prefetch_record(k, key);
+              for_each_record(e.block, [&](kind k, std::string_view key, std::string_view v) {
+                listener_->prefetch_record(k, key, v);
               });
               for_each_record(e.block, [&](kind k, std::string_view key, std::string_view v) {
                 listener_->on_record(*this, k, key, v);

@@ -49,22 +49,24 @@ constexpr size_t ascii_ifind(std::string_view hay, std::string_view needle) {
   return std::string_view::npos;
 }
 
-// The value of a hexadecimal digit (either case), or -1. A table lookup: the decoders of
-// chunk sizes, percent escapes and stored hashes call it per byte.
-constexpr int hex_digit(char c) {
-  constexpr auto table = [] {
-    struct t {
-      signed char v[256];
-    } r{};
-    for (int i = 0; i < 256; ++i) r.v[i] = -1;
-    for (int i = 0; i < 10; ++i) r.v['0' + i] = static_cast<signed char>(i);
-    for (int i = 0; i < 6; ++i) {
-      r.v['a' + i] = static_cast<signed char>(10 + i);
-      r.v['A' + i] = static_cast<signed char>(10 + i);
-    }
-    return r;
-  }();
-  return table.v[static_cast<unsigned char>(c)];
-}
+namespace detail {
+struct hex_table {
+  signed char v[256];
+};
+inline constexpr hex_table k_hex = [] {
+  hex_table r{};
+  for (int i = 0; i < 256; ++i) r.v[i] = -1;
+  for (int i = 0; i < 10; ++i) r.v['0' + i] = static_cast<signed char>(i);
+  for (int i = 0; i < 6; ++i) {
+    r.v['a' + i] = static_cast<signed char>(10 + i);
+    r.v['A' + i] = static_cast<signed char>(10 + i);
+  }
+  return r;
+}();
+}  // namespace detail
+
+// The value of a hexadecimal digit (either case), or -1. One load from a static table: the
+// decoders of chunk sizes, percent escapes and stored hashes call it per byte.
+constexpr int hex_digit(char c) { return detail::k_hex.v[static_cast<unsigned char>(c)]; }
 
 }  // namespace feedplane::base

@@ -127,7 +127,7 @@ class shard_listener {
   // A hint that on_record(k, key, ...) comes soon: start loading what it will touch. The
   // shard calls it for a block's records before applying them, so that the cache misses
   // of many records (at millions, each record's map slots are one) overlap.
-  virtual void prefetch_record(kind /*k*/, std::string_view /*key*/) {}
+  virtual void prefetch_record(kind /*k*/, std::string_view /*key*/, std::string_view /*value*/) {}
   // Start-up streaming is over.
   virtual void on_streamed(shard& s) = 0;
 };
