@@ -316,6 +316,11 @@ void store::impl::stream_startup() {
     return true;
   };
   std::vector<std::string> blocks(ports.size());
+  // One sequential pass over each kind: its blocks are read once, so they need not go
+  // through the block cache, and a large readahead keeps the disk ahead of the scan.
+  rocksdb::ReadOptions scan;
+  scan.fill_cache = false;
+  scan.readahead_size = size_t{4} << 20;
   auto send_block = [&](size_t i) {
     if (blocks[i].empty()) return true;
     if (!drain_to(i, blocks_ahead)) return false;
@@ -330,7 +335,7 @@ void store::impl::stream_startup() {
   for (size_t k = 0; k < k_kinds; ++k) {
     const rt::kind kk = rt::kind(k);
     if (kk == rt::kind::meta || kk == rt::kind::articles) continue;
-    std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions(), cf[k]));
+    std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(scan, cf[k]));
     for (it->SeekToFirst(); it->Valid(); it->Next()) {
       if (ports.empty()) break;
       const std::string_view key(it->key().data(), it->key().size());
