@@ -281,6 +281,23 @@ void BM_insert(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * n));
 }
 
+// ---- query parsing: what every subscription's creation and every restart pays per query ----
+
+void BM_parse(benchmark::State& state) {
+  fw::rng r(5);
+  std::vector<std::string> text(100000);
+  for (auto& t : text) t = gen().subscription(r);
+  fm::query_parser parser;
+  fm::parsed_query q;  // reused, as the reflector's install does
+  size_t i = 0;
+  for (auto _ : state) {
+    if (!parser.parse(text[i], q).ok()) std::abort();
+    benchmark::DoNotOptimize(q.clauses.data());
+    i = i + 1 == text.size() ? 0 : i + 1;
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()));
+}
+
 // ---- stalls: mutations and maintenance interleaved with matching at n subscriptions ----
 
 void BM_mutation_stall(benchmark::State& state, size_t n) {
@@ -406,6 +423,7 @@ void BM_prepare_article(benchmark::State& state) {
 BENCHMARK(BM_scan_kernel)->Arg(0)->Arg(1);
 BENCHMARK(BM_tokenize)->Arg(0)->Arg(1);
 BENCHMARK(BM_prepare_article)->Arg(61)->Arg(2000);
+BENCHMARK(BM_parse);
 BENCHMARK(BM_insert)
     ->Args({1000000, 0})
     ->Args({1000000, 1})

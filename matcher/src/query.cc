@@ -96,6 +96,7 @@ class parser {
   }
 
   query_error lex() {
+    tokens_.reserve(16);
     size_t i = 0;
     const size_t n = text_.size();
     while (i < n) {
@@ -290,6 +291,7 @@ class parser {
 
   query_error parse_and(query_node& out) {
     std::vector<query_node> items;
+    items.reserve(8);  // most queries' words: one allocation, no moves of grown nodes
     while (true) {
       const tok t = peek().type;
       if (t == tok::end || t == tok::rparen || t == tok::op_or) break;
@@ -469,6 +471,10 @@ bool to_dnf(const query_node& node, bool negated, size_t limit, dnf& out) {
       }
       dnf acc(1);  // a product: one empty clause, times each child's form
       for (const auto& child : node.children) {
+        if (child.type == kind::term) {  // the common operand: straight into every clause
+          for (query_clause& a : acc) (negated ? a.must_not : a.must).push_back(child.term);
+          continue;
+        }
         dnf part;
         if (!to_dnf(child, negated, limit, part)) return false;
         if (acc.size() * part.size() > limit) return false;
