@@ -304,7 +304,7 @@ bool store::impl::push_slow(rt::spsc_ring<T>& r, size_t port, V&& v) {
 void store::impl::stream_startup() {
   // Records go to their owners in blocks (messages.h: append_record), and a shard's ring
   // holds at most blocks_ahead of them, so the scan runs at most ~0.5 MB ahead of a shard.
-  constexpr size_t block_bytes = 16 * 1024;
+  constexpr size_t block_bytes = size_t{16} * 1024;
   constexpr uint32_t blocks_ahead = 32;
   // Waits until port i's event ring holds fewer than n items; false on stop().
   auto drain_to = [&](size_t i, uint32_t n) {
