@@ -5,6 +5,7 @@
 #include <rocksdb/db.h>
 #include <rocksdb/env.h>
 #include <rocksdb/file_system.h>
+#include <rocksdb/memtablerep.h>
 #include <rocksdb/options.h>
 #include <rocksdb/write_batch.h>
 
@@ -176,6 +177,8 @@ rocksdb::Status store::impl::open_db(std::string* error) {
   // After a crash the log is replayed into the memtables and kept until they flush in
   // their own time, instead of flushed into small files before the store may open.
   o.avoid_flush_during_recovery = true;
+  // One writer (the store thread), and the vector memtables below need it.
+  o.allow_concurrent_memtable_write = false;
   if (opt.fs) {
     env = rocksdb::NewCompositeEnv(opt.fs);
     o.env = env.get();
@@ -187,7 +190,15 @@ rocksdb::Status store::impl::open_db(std::string* error) {
   std::vector<rocksdb::ColumnFamilyDescriptor> descs;
   descs.emplace_back(rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions(o));
   for (size_t k = 0; k < k_kinds; ++k) {
-    descs.emplace_back(rt::kind_name(rt::kind(k)), rocksdb::ColumnFamilyOptions(o));
+    rocksdb::ColumnFamilyOptions cfo(o);
+    const rt::kind kk = rt::kind(k);
+    if (kk == rt::kind::subscriptions || kk == rt::kind::accounts) {
+      // Written in bulk under random ids and read only by the start-up scan: a vector
+      // memtable appends each write (sorted once, at flush) where the skip list searched
+      // for its place, which was most of the store thread's time in a bulk creation.
+      cfo.memtable_factory = std::make_shared<rocksdb::VectorRepFactory>();
+    }
+    descs.emplace_back(rt::kind_name(kk), cfo);
   }
   // A family this binary does not know (written by a newer one) must be opened too;
   // the format check below then refuses the database with a clear message.
