@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# One restart of `feedplane serve` on the data of a finished `feedplane load --out DIR` run:
+# the time from exec to /readyz answering 200, and each thread's CPU seconds at that moment
+# (from /proc/PID/task/*/stat), so that a change to start-up shows where its time went.
+# Run it alternately with two binaries to compare them (the VM's noise is large).
+#   bench/restart_cpu.sh FEEDPLANE DIR
+set -euo pipefail
+bin=$1 d=$2
+log=$(mktemp)
+pid=""
+trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -f "$log"' EXIT
+# True once GET /readyz on 127.0.0.1:$1 answers 200 (bash's /dev/tcp: no process per poll).
+ready() {
+  local line
+  exec 3<>"/dev/tcp/127.0.0.1/$1" || return 1
+  printf 'GET /readyz HTTP/1.0\r\n\r\n' >&3
+  read -r line <&3
+  exec 3>&-
+  [[ $line == *" 200"* ]]
+}
+t0=$(date +%s.%N)
+"$bin" serve --listen 127.0.0.1:0 --data "$d/data" --config "$d/feedplane.toml" --no-pin >"$log" 2>&1 &
+pid=$!
+port=""
+while [ -z "$port" ]; do
+  port=$(grep -o 'listening on http://127.0.0.1:[0-9]*' "$log" | cut -d: -f3 || true)
+  kill -0 "$pid" || { cat "$log" >&2; exit 1; }
+  sleep 0.01
+done
+until ready "$port" 2>/dev/null; do sleep 0.01; done
+t1=$(date +%s.%N)
+cpu=$(for t in /proc/$pid/task/*; do awk '{ c = ($14 + $15) / 100; if (c > 0) printf "%s %.2f  ", $2, c }' "$t/stat"; done)
+echo "ready in $(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.2f", b - a}') s; thread CPU-s: $cpu"
+kill "$pid"
+wait "$pid" || true
+pid=""
