@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One restart of `feedplane serve` on the data of a finished `feedplane load --out DIR` run:
 # the time from exec to /readyz answering 200, and each thread's CPU seconds at that moment
-# (from /proc/PID/task/*/stat), so that a change to start-up shows where its time went.
+# (from /proc/PID/task/*/stat), so that a change to start-up shows where its time went, and
+# what the start did (articles re-matched, lists restored from snapshots).
 # Run it alternately with two binaries to compare them (the VM's noise is large).
 #   bench/restart_cpu.sh FEEDPLANE DIR
 set -euo pipefail
@@ -30,7 +31,9 @@ done
 until ready "$port" 2>/dev/null; do sleep 0.01; done
 t1=$(date +%s.%N)
 cpu=$(for t in /proc/$pid/task/*; do awk '{ c = ($14 + $15) / 100; if (c > 0) printf "%s %.2f  ", $2, c }' "$t/stat"; done)
-echo "ready in $(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.2f", b - a}') s; thread CPU-s: $cpu"
+m=$(curl -s -m 5 "http://127.0.0.1:$port/metrics")
+metric() { echo "$m" | awk -v k="$1" '$1 == k { print $2 }'; }
+echo "ready in $(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.2f", b - a}') s; articles matched $(metric feedplane_reflector_articles_matched_total), lists restored $(metric feedplane_reflector_restored_lists_total), subscriptions $(metric feedplane_reflector_subscriptions); thread CPU-s: $cpu"
 kill "$pid"
 wait "$pid" || true
 pid=""
