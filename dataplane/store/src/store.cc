@@ -320,6 +320,7 @@ void store::impl::stream_startup() {
   // Waits until port i's event ring holds fewer than n items; false on stop().
   auto drain_to = [&](size_t i, uint32_t n) {
     for (uint32_t attempt = 0; ports[i].events->occupancy() >= n; ++attempt) {
+      // Relaxed: a flag polled in a loop; stop() joins this thread, which orders the rest.
       if (stop_requested.load(std::memory_order_relaxed)) return false;
       std::this_thread::sleep_for(std::chrono::microseconds(attempt < 64 ? 20 : 200));
       if ((attempt & 63) == 0) wake_port(i);
@@ -354,6 +355,7 @@ void store::impl::stream_startup() {
       if (blocks[i].capacity() < block_bytes) blocks[i].reserve(block_bytes + 1024);
       rt::append_record(blocks[i], kk, key,
                         std::string_view(it->value().data(), it->value().size()));
+      // Relaxed: a statistic read by tests and /metrics, ordering nothing.
       stats->records_streamed.fetch_add(1, std::memory_order_relaxed);
       if (blocks[i].size() >= block_bytes && !send_block(i)) return;
     }
