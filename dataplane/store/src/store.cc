@@ -121,8 +121,9 @@ struct store::impl {
     if (db) {
       // A clean stop flushes the memtables, so the next start has no log to replay: at a
       // million subscriptions the replay and the flush at open cost ~2.5 s of the first
-      // restart after a bulk creation. Not after a failure (a full disk would refuse it).
-      if (!failed) {
+      // restart after a bulk creation. Not after a failure (a full disk would refuse it), nor
+      // when the options turn it off.
+      if (!failed && opt.flush_at_close) {
         rocksdb::FlushOptions fo;
         fo.allow_write_stall = true;
         db->Flush(fo, handles).PermitUncheckedError();  // after a simulated crash: fails

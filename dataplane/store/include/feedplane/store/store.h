@@ -61,6 +61,10 @@ struct store_options {
   // last synced write began waits until then and takes what arrived meanwhile. A write
   // after a quiet spell is written at once. 0: never waits.
   uint32_t group_commit_us = 0;
+  // A clean close flushes the memtables, so the next start replays no log. Tests that
+  // simulate a power cut (fault_fs) turn it off: the process they model never closes, and a
+  // flush into a crashed file system only exercises RocksDB's background-error path.
+  bool flush_at_close = true;
   // null: RocksDB's default file system. Tests pass a fault_fs (fault_fs.h).
   std::shared_ptr<rocksdb::FileSystem> fs;
   // At start, after the records and before `streamed`, broadcast the stored articles with
