@@ -172,30 +172,36 @@ while True:  # until the server dies under us
         break
 PY
 damaged=0
-damage_lists() {
-  local d="$tmp/data/lists" f n size
-  [ -d "$d" ] || return 0
-  rm -rf "$tmp/lists.now"
-  cp -r "$d" "$tmp/lists.now"
-  for f in "$d"/p-*.lists; do
-    [ -e "$f" ] || continue
-    n=$(basename "$f")
-    size=$(stat -c %s "$f")
-    case $((RANDOM % 6)) in
-      0) if [ -f "$tmp/lists.prev/$n" ]; then
-           cp "$tmp/lists.prev/$n" "$f"
-           damaged=$((damaged + 1))
-         fi ;;
-      1) if [ "$size" -gt 0 ]; then
-           truncate -s $((RANDOM % size)) "$f"
-           damaged=$((damaged + 1))
-         fi ;;
-      2) head -c $((RANDOM % 512)) /dev/urandom >"$f.tmp" ;;
-      *) ;;
-    esac
-  done
-  rm -rf "$tmp/lists.prev"
-  mv "$tmp/lists.now" "$tmp/lists.prev"
+damage_lists() {  # one process for the ~1,000 partition files of a round
+  local n
+  [ -d "$tmp/data/lists" ] || return 0
+  n=$(python3 - "$tmp/data/lists" "$tmp/lists.prev" <<'PY'
+import os, random, shutil, sys
+d, prev = sys.argv[1], sys.argv[2]
+now = {}
+for name in sorted(os.listdir(d)):
+    if name.endswith(".lists"):
+        now[name] = open(os.path.join(d, name), "rb").read()
+hit = 0
+for name, data in now.items():
+    path = os.path.join(d, name)
+    roll = random.randrange(6)
+    if roll == 0 and os.path.exists(os.path.join(prev, name)):
+        shutil.copyfile(os.path.join(prev, name), path)  # the rename was not yet durable
+        hit += 1
+    elif roll == 1 and data:
+        open(path, "wb").write(data[:random.randrange(len(data))])  # data not ordered
+        hit += 1
+    elif roll == 2:
+        open(path + ".tmp", "wb").write(os.urandom(random.randrange(512)))  # a partial temporary
+shutil.rmtree(prev, ignore_errors=True)
+os.makedirs(prev)
+for name, data in now.items():
+    open(os.path.join(prev, name), "wb").write(data)
+print(hit)
+PY
+  ) || fail "damage_lists"
+  damaged=$((damaged + n))
 }
 for round in $(seq "$rounds"); do
   start
