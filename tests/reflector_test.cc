@@ -3,12 +3,16 @@
 // hostile text escaped, matched words marked).
 #include <gtest/gtest.h>
 #include <simdjson.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <pugixml.hpp>
 #include <random>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "feedplane/matcher/query.h"
@@ -93,6 +97,76 @@ TEST(reflector_token, base64url_and_hex) {
   ASSERT_TRUE(rf::random_bytes(r1, sizeof(r1)));
   ASSERT_TRUE(rf::random_bytes(r2, sizeof(r2)));
   EXPECT_NE(rf::hex(r1, 32), rf::hex(r2, 32));
+}
+
+TEST(reflector_token, random_bytes_never_repeat_across_pool_refills_and_threads) {
+  // Tokens of 22 bytes, as subscriptions draw them: well past several 4 KiB refills, on two
+  // threads at once (each with its own pool), every draw distinct.
+  std::set<std::string> seen;
+  std::vector<std::string> other(2000);
+  std::thread t([&] {
+    for (auto& s : other) {
+      uint8_t b[rf::token_bytes];
+      ASSERT_TRUE(rf::random_bytes(b, sizeof(b)));
+      s = rf::hex(b, sizeof(b));
+    }
+  });
+  for (int i = 0; i < 2000; ++i) {
+    uint8_t b[rf::token_bytes];
+    ASSERT_TRUE(rf::random_bytes(b, sizeof(b)));
+    EXPECT_TRUE(seen.insert(rf::hex(b, sizeof(b))).second) << i;
+  }
+  t.join();
+  for (const auto& s : other) EXPECT_TRUE(seen.insert(s).second);
+  uint8_t big[10000];  // more than a pool: drawn straight from OpenSSL
+  ASSERT_TRUE(rf::random_bytes(big, sizeof(big)));
+  EXPECT_NE(rf::hex(big, 16), rf::hex(big + 16, 16));
+}
+
+TEST(reflector_token, time_ordered_ids_sort_by_creation_and_stay_unique) {
+  const uint64_t t0 = 1'795'000'000'000;  // 2026-11-18, in Unix milliseconds
+  std::vector<std::string> ids;
+  std::set<std::string> distinct;
+  for (uint64_t ms :
+       {t0, t0 + 1, t0 + 63, t0 + 64, t0 + 4096, t0 + 86'400'000, (uint64_t(1) << 48) - 1}) {
+    for (int i = 0; i < 50; ++i) {
+      const std::string id = rf::time_ordered_id('s', ms);
+      ASSERT_EQ(id.size(), 21u) << id;
+      EXPECT_EQ(id.substr(0, 2), "s_");
+      for (char c : id.substr(2)) EXPECT_TRUE(std::isalnum(uint8_t(c)) || c == '-' || c == '_');
+      EXPECT_TRUE(distinct.insert(id).second) << id;
+      ids.push_back(id);
+    }
+  }
+  // Within a millisecond the order is random; across milliseconds it is the creation order.
+  for (size_t i = 50; i < ids.size(); ++i) EXPECT_LT(ids[(i / 50 - 1) * 50 + i % 50], ids[i]) << i;
+  EXPECT_EQ(rf::time_ordered_id('a', 0).substr(0, 10), "a_--------");
+}
+
+TEST(reflector_token, a_forked_child_draws_other_bytes_than_its_parent) {
+  uint8_t b[16];
+  ASSERT_TRUE(rf::random_bytes(b, sizeof(b)));  // the pool is filled and partly used
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    uint8_t c[16] = {};
+    const bool ok = rf::random_bytes(c, sizeof(c));
+    const ssize_t w = write(fds[1], c, sizeof(c));
+    _exit(ok && w == ssize_t(sizeof(c)) ? 0 : 1);
+  }
+  close(fds[1]);
+  uint8_t child[16] = {};
+  const ssize_t r = read(fds[0], child, sizeof(child));
+  close(fds[0]);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  ASSERT_EQ(r, ssize_t(sizeof(child)));
+  uint8_t parent[16];
+  ASSERT_TRUE(rf::random_bytes(parent, sizeof(parent)));
+  EXPECT_NE(rf::hex(child, 16), rf::hex(parent, 16)) << "the child drew its parent's next bytes";
 }
 
 std::vector<uint64_t> items(const rf::last_k& l) { return l.items(); }

@@ -618,8 +618,9 @@ int run(const flags& fl) {
   net::server_options so;
   so.idle_timeout_ms = 120'000;  // crawlers keep connections to many hosts open between polls
   // --change-share: most answers are a new document to compress; level 1 (nginx's default)
-  // costs the farm a third of level 6, so it keeps up with the crawler it serves.
-  if (fl.change_share > 0) so.gzip_level = 1;
+  // costs the farm a third of level 6, so it keeps up with the crawler it serves. Otherwise
+  // level 6, as the crawler figures in bench/RESULTS.md were measured.
+  so.gzip_level = fl.change_share > 0 ? 1 : 6;
   // A slow answer must come before the server gives up on it.
   so.defer_timeout_ms = std::max<uint32_t>(so.defer_timeout_ms, (fl.slow_seconds + 5) * 1000);
   net::http_server srv(*loop, routes, so, &state);

@@ -1,5 +1,6 @@
 #include "feedplane/matcher/source.h"
 
+#include "feedplane/base/ascii.h"
 #include "feedplane/matcher/article.h"
 
 namespace feedplane::matcher {
@@ -8,12 +9,6 @@ namespace {
 
 char lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; }
 bool digit(char c) { return c >= '0' && c <= '9'; }
-
-// Writes id as 16 lower-case hex digits into out[0, 16).
-void hex16(uint64_t id, char* out) {
-  static constexpr char k_hex[] = "0123456789abcdef";
-  for (int i = 15; i >= 0; --i, id >>= 4) out[i] = k_hex[id & 15];
-}
 
 std::string make_token(char kind, std::string_view value) {
   std::string t;
@@ -30,7 +25,7 @@ std::string source_host_token(std::string_view host) { return make_token('h', ho
 
 std::string source_id_token(uint64_t id) {
   char hex[16];
-  hex16(id, hex);
+  base::hex16(id, hex);
   return make_token('i', {hex, sizeof hex});
 }
 
@@ -91,7 +86,7 @@ void source_scope::assign(std::string_view host, uint64_t id) {
   }
   if (id != 0) {
     char hex[16];
-    hex16(id, hex);
+    base::hex16(id, hex);
     push('i', {hex, sizeof hex});
   }
 }

@@ -59,9 +59,8 @@ bool parse_store_key(std::string_view key, uint64_t* id) {
 }
 
 std::string format_id(uint64_t id) {
-  static constexpr char hex[] = "0123456789abcdef";
   std::string s(16, '0');
-  for (int i = 15; i >= 0; --i, id >>= 4) s[size_t(i)] = hex[id & 15];
+  base::hex16(id, s.data());
   return s;
 }
 
@@ -69,16 +68,8 @@ bool parse_id(std::string_view text, uint64_t* id) {
   if (text.size() != 16) return false;
   uint64_t v = 0;
   for (char c : text) {
-    int d;
-    if (c >= '0' && c <= '9') {
-      d = c - '0';
-    } else if (c >= 'a' && c <= 'f') {
-      d = c - 'a' + 10;
-    } else if (c >= 'A' && c <= 'F') {
-      d = c - 'A' + 10;
-    } else {
-      return false;
-    }
+    const int d = base::hex_digit(c);
+    if (d < 0) return false;
     v = (v << 4) | uint64_t(d);
   }
   *id = v;

@@ -1,6 +1,7 @@
 #include "feedplane/reflector/reflector.h"
 
 #include <absl/container/flat_hash_map.h>
+#include <fmt/compile.h>
 #include <fmt/format.h>
 #include <libdeflate.h>
 #include <openssl/sha.h>
@@ -240,6 +241,9 @@ struct call {
   std::string route;      // "POST /api/subscriptions": counted when answered
   bool replayed = false;  // an Idempotency-Key retry answered with what the first made
   bool async = false;     // the target answers later (after the store's ack), in a reply task
+  // Bulk answers are mostly random ids and tokens: gzip would spend a shard's CPU (4% of a
+  // bulk creation at level 1) to save little.
+  bool compressible = true;
   std::function<void(reflector&, call&)> on_answer;  // origin: instead of an HTTP answer
 };
 using call_ptr = std::shared_ptr<call>;
@@ -367,6 +371,9 @@ std::string spec_error_json(const spec_error& e) {
 // A new subscription on its way to the shard of its partition.
 struct new_sub {
   std::string id, account, query, title;
+  // The query as the receiving shard parsed it to validate it (bulk): the owner installs it
+  // without a second parse. Empty clauses: parse at install.
+  matcher::parsed_query parsed;
   uint32_t k = 10;
   bool account_new = false;  // bulk: write the account's record with this subscription
   bool backfill = true;      // start with the matches among recent articles
@@ -498,7 +505,9 @@ class reflector final : public dataplane::component {
   // ---- subscriptions on their owner ----
   // Installs s (index, slot, maps). slot == UINT32_MAX allocates one. Null when the query
   // or the slot is refused (err says why).
-  subscription* install(std::unique_ptr<subscription> s, uint32_t slot, std::string* err);
+  // parsed: the subscription's query already parsed by an equal parser (or null).
+  subscription* install(std::unique_ptr<subscription> s, uint32_t slot, std::string* err,
+                        const matcher::parsed_query* parsed = nullptr);
   void uninstall(const std::string& sid);
   subscription* find(std::string_view sid) {
     auto it = by_id_.find(sid);
@@ -937,6 +946,7 @@ void reflector::answer_http(call& c) {
   if (c.status == 401) r.extra_headers = "WWW-Authenticate: Bearer\r\n";
   r.storage = std::move(c.body);
   r.body = r.storage;
+  r.compressible = c.compressible;
   c.later.complete(r);  // false when the client went away meanwhile
 }
 
@@ -953,9 +963,9 @@ bool reflector::ready(net::http_response& r) {
 }
 
 std::string reflector::new_id(char prefix) const {
-  uint8_t b[12];
-  if (!random_bytes(b, sizeof(b))) return {};
-  return std::string(1, prefix) + "_" + base64url(b, sizeof(b));
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::system_clock::now().time_since_epoch());
+  return time_ordered_id(prefix, uint64_t(ms.count()));
 }
 
 void reflector::with_account(
@@ -1317,7 +1327,8 @@ void reflector::rotate_secret(net::request_context& ctx, net::http_response& r) 
 
 // ---- subscriptions: install and records ----
 
-subscription* reflector::install(std::unique_ptr<subscription> s, uint32_t slot, std::string* err) {
+subscription* reflector::install(std::unique_ptr<subscription> s, uint32_t slot, std::string* err,
+                                 const matcher::parsed_query* parsed) {
   // One probe of the id map (a cache miss at millions), claimed now and released on refusal.
   auto [at, fresh] = by_id_.try_emplace(s->id, UINT32_MAX);
   if (!fresh) {
@@ -1325,12 +1336,15 @@ subscription* reflector::install(std::unique_ptr<subscription> s, uint32_t slot,
     return nullptr;
   }
   // The parse's vectors are reused from one install to the next (start-up installs millions).
-  matcher::parsed_query& pq = install_pq_;
-  if (auto e = parser_.parse(s->query, pq); !e.ok()) {
-    by_id_.erase(at);
-    *err = e.message;
-    return nullptr;
+  if (parsed == nullptr || parsed->clauses.empty()) {
+    if (auto e = parser_.parse(s->query, install_pq_); !e.ok()) {
+      by_id_.erase(at);
+      *err = e.message;
+      return nullptr;
+    }
+    parsed = &install_pq_;
   }
+  const matcher::parsed_query& pq = *parsed;
   partition_slots& ps = partitions_[s->partition];
   if (slot == UINT32_MAX) {
     slot = ps.allocate();
@@ -1400,17 +1414,20 @@ void reflector::uninstall(const std::string& sid) {
 }
 
 std::string reflector::record_of(const subscription& s) const {
-  std::string v = "{\"v\": 1, \"account\": ";
+  std::string v;
+  v.reserve(160 + s.account.size() + s.query.size() + s.title.size());
+  v += "{\"v\": 1, \"account\": ";
   base::append_json_string(s.account, v);
   v += ", \"query\": ";
   base::append_json_string(s.query, v);
   v += ", \"title\": ";
   base::append_json_string(s.title, v);
-  v += fmt::format(
-      ", \"k\": {}, \"slot\": {}, \"token_bits\": \"{}\", \"generation\": {}, \"from_seq\": {}, "
-      "\"created\": {}}}",
-      s.k, s.slot, hex(s.token_bits.data(), s.token_bits.size()), s.generation, s.from_seq,
-      s.created);
+  fmt::format_to(std::back_inserter(v),
+                 FMT_COMPILE(", \"k\": {}, \"slot\": {}, \"token_bits\": \""), s.k, s.slot);
+  base::append_hex(s.token_bits.data(), s.token_bits.size(), v);
+  fmt::format_to(std::back_inserter(v),
+                 FMT_COMPILE("\", \"generation\": {}, \"from_seq\": {}, \"created\": {}}}"),
+                 s.generation, s.from_seq, s.created);
   return v;
 }
 
@@ -2585,6 +2602,11 @@ void reflector::create_here(const call_ptr& c, std::vector<new_sub> subs, bool b
     return;
   }
   auto w = std::make_unique<fn_write>();
+  // One allocation for the batch's records: grown by doubling, a bulk group's vector took
+  // fresh (zeroed) huge pages at every step.
+  w->ops.reserve(subs.size() + size_t(std::count_if(subs.begin(), subs.end(), [](const new_sub& n) {
+                   return n.account_new;
+                 })));
   std::vector<std::string> made;                            // ids installed, pending the ack
   std::vector<size_t> where;                                // their positions in subs
   std::vector<std::pair<std::string, uint64_t>> backfills;  // id, last sequence before it
@@ -2592,12 +2614,12 @@ void reflector::create_here(const call_ptr& c, std::vector<new_sub> subs, bool b
   for (size_t i = 0; i < subs.size(); ++i) {
     new_sub& n = subs[i];
     auto s = std::make_unique<subscription>();
-    s->id = n.id;
-    s->account = n.account;
-    s->query = n.query;
-    s->title = n.title;
+    s->id = std::move(n.id);
+    s->account = std::move(n.account);
+    s->query = std::move(n.query);
+    s->title = std::move(n.title);
     s->k = n.k;
-    s->partition = partition_of(n.id);
+    s->partition = partition_of(s->id);
     // Live matching starts now. With a backfill the subscription also takes its matches
     // among the recent articles: its record says it matches from the window's first
     // sequence, so a replay of the log gives it the same list.
@@ -2609,15 +2631,15 @@ void reflector::create_here(const call_ptr& c, std::vector<new_sub> subs, bool b
       continue;
     }
     std::string err;
-    subscription* in = install(std::move(s), UINT32_MAX, &err);
+    subscription* in = install(std::move(s), UINT32_MAX, &err, &n.parsed);
     if (in == nullptr) {
       c->lines[i] = error_json("invalid_query", err);
       continue;
     }
     if (n.account_new) {
-      w->ops.push_back({rt::kind::accounts, false, n.account,
-                        fmt::format("{{\"v\": 1, \"secret_sha256\": \"\", \"created\": {}, "
-                                    "\"bulk\": true}}",
+      w->ops.push_back({rt::kind::accounts, false, in->account,
+                        fmt::format(FMT_COMPILE("{{\"v\": 1, \"secret_sha256\": \"\", "
+                                                "\"created\": {}, \"bulk\": true}}"),
                                     now)});
     }
     w->ops.push_back({rt::kind::subscriptions, false, in->id, record_of(*in)});
@@ -2649,7 +2671,7 @@ void reflector::create_here(const call_ptr& c, std::vector<new_sub> subs, bool b
       self.m_.created->add();
       if (bulk) {
         c->lines[where[j]] =
-            fmt::format("\"id\": \"{}\", \"feed\": \"/f/{}\"", sub->id, sub->token());
+            fmt::format(FMT_COMPILE("\"id\": \"{}\", \"feed\": \"/f/{}\""), sub->id, sub->token());
       } else {
         c->status = 201;
         c->body = self.json_of(*sub) + "\n";
@@ -2997,19 +3019,21 @@ void reflector::bulk(net::request_context& ctx, net::http_response& r) {
     s.id = new_id('s');
     s.account = *spec.account;
     s.query = *spec.query;
+    s.parsed = std::move(pq);
     s.title = spec.title.value_or("");
     s.k = spec.k.value_or(default_k);
     s.backfill = spec.backfill.value_or(true);
     const uint32_t owner = shard_of(s.id);
-    st->accounts.emplace(s.account, false);
+    st->accounts.try_emplace(s.account, false);
     st->groups[owner].push_back(std::move(s));
     st->group_lines[owner].push_back(at);
   }
   auto lines_of = [](const bulk_state& b) {
     std::string out;
+    out.reserve(b.results.size() * 96);
     for (size_t i = 0; i < b.results.size(); ++i) {
       std::string_view res = b.results[i];
-      out += fmt::format("{{\"line\": {}, ", b.line_no[i]);
+      fmt::format_to(std::back_inserter(out), FMT_COMPILE("{{\"line\": {}, "), b.line_no[i]);
       if (!res.empty() && res.front() == '{') {  // an error object: splice its fields
         res.remove_prefix(1);
         while (!res.empty() && (res.back() == '\n' || res.back() == '}')) res.remove_suffix(1);
@@ -3022,6 +3046,7 @@ void reflector::bulk(net::request_context& ctx, net::http_response& r) {
   auto respond = [lines_of](reflector& self, bulk_state& b) {
     b.answer->status = 200;
     b.answer->content_type = "application/x-ndjson";
+    b.answer->compressible = false;
     b.answer->body = lines_of(b);
     self.finish(*b.answer);
   };
@@ -3051,7 +3076,7 @@ void reflector::bulk(net::request_context& ctx, net::http_response& r) {
       part->on_answer = [st, j, respond](reflector& me, call& done) {
         const auto& pos = st->group_lines[j];
         for (size_t i = 0; i < pos.size(); ++i) {
-          std::string res = i < done.lines.size() ? done.lines[i] : std::string();
+          std::string res = i < done.lines.size() ? std::move(done.lines[i]) : std::string();
           if (res.empty())
             res = done.body.empty() ? error_json("internal", "no answer") : done.body;
           st->results[pos[i]] = std::move(res);
@@ -3061,8 +3086,8 @@ void reflector::bulk(net::request_context& ctx, net::http_response& r) {
       std::vector<new_sub> group = std::move(st->groups[j]);
       self.start_call(
           j, part,
-          [group = std::move(group)](reflector& o, const call_ptr& cp) {
-            o.create_here(cp, group, true);
+          [group = std::move(group)](reflector& o, const call_ptr& cp) mutable {
+            o.create_here(cp, std::move(group), true);  // runs once: the group moves
           },
           true);
     }

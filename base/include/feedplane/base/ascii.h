@@ -1,9 +1,11 @@
-// ASCII whitespace, and ASCII-only case folding for protocol and markup names: HTTP field names and
-// tokens, URL schemes and hosts, charset names, tag names, date words. Locale-free (unlike
-// <cctype>), and inline so the parsing loops that call them keep them in registers.
+// ASCII whitespace, hex digits, and ASCII-only case folding for protocol and markup names: HTTP
+// field names and tokens, URL schemes and hosts, charset names, tag names, date words. Locale-free
+// (unlike <cctype>), and inline so the parsing loops that call them keep them in registers.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace feedplane::base {
@@ -68,5 +70,22 @@ inline constexpr hex_table k_hex = [] {
 // The value of a hexadecimal digit (either case), or -1. One load from a static table: the
 // decoders of chunk sizes, percent escapes and stored hashes call it per byte.
 constexpr int hex_digit(char c) { return detail::k_hex.v[static_cast<unsigned char>(c)]; }
+
+// v as 16 lower-case hex digits into out[0, 16) (source ids, crawl ids).
+constexpr void hex16(uint64_t v, char* out) {
+  constexpr char digits[] = "0123456789abcdef";
+  for (int i = 15; i >= 0; --i, v >>= 4) out[i] = digits[v & 15];
+}
+
+// The n bytes at p as lower-case hex (2n characters), appended to out.
+inline void append_hex(const uint8_t* p, size_t n, std::string& out) {
+  constexpr char digits[] = "0123456789abcdef";
+  const size_t at = out.size();
+  out.resize(at + n * 2);
+  for (size_t i = 0; i < n; ++i) {
+    out[at + 2 * i] = digits[p[i] >> 4];
+    out[at + 2 * i + 1] = digits[p[i] & 15];
+  }
+}
 
 }  // namespace feedplane::base

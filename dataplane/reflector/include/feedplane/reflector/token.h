@@ -43,8 +43,16 @@ std::string encode_token(const feed_token& t);
 // character or a partition >= partitions.
 bool decode_token(std::string_view text, feed_token* out);
 
-// n bytes from OpenSSL's CSPRNG; false (and nothing usable) when it fails.
+// n bytes from OpenSSL's CSPRNG; false (and nothing usable) when it fails. Drawn from a
+// per-thread pool refilled 4 KiB at a time; bytes leave the pool once, and a forked child
+// refills before it draws.
 bool random_bytes(void* out, size_t n);
+// A new subscription or account id: PREFIX "_", the creation time (Unix milliseconds, 48 bits)
+// in 8 characters of an alphabet in ASCII order, then 64 random bits in URL-safe base64 (11
+// characters). Ids made later sort after ids made earlier (to the millisecond), so the
+// store's memtables fill nearly in key order and its files do not overlap. Empty when the
+// random bytes fail.
+std::string time_ordered_id(char prefix, uint64_t unix_ms);
 // URL-safe base64 without padding.
 std::string base64url(const uint8_t* p, size_t n);
 // Lower-case hex.
