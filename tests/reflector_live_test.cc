@@ -507,6 +507,43 @@ TEST(reflector_live, match_time_probes_every_shard) {
   EXPECT_EQ(request(port, "POST", "/api/match-time", "[1", admin).status, 400);
 }
 
+// GET /api/match-stats (admin): exact quantiles over the live articles each shard matched,
+// filtered by the article's word count; every shard matches every article.
+TEST(reflector_live, match_stats_count_the_live_articles_by_length) {
+  live_server srv(2);
+  const int port = srv.port();
+  wait_ready(port, 2);
+  std::string bulk;
+  for (int i = 0; i < 40; ++i)
+    bulk += fmt::format("{{\"account\": \"tail\", \"query\": \"{}\", \"backfill\": false}}\n",
+                        i % 2 == 0 ? "rust" : "linux kernel");
+  http_test::response r = bulk_create(port, bulk);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const std::string admin = "Authorization: Bearer live-admin\r\n";
+  r = request(port, "GET", "/api/match-stats", "", admin);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_NE(r.body.find("\"articles\": 0,"), std::string::npos) << r.body;
+  srv.write(refs(article("Rust and Tokio one", "t1", 0), article("Linux kernel", "t2", 0),
+                 article("Nothing to see", "t3", 0)));
+  // Three articles on each of two shards, once both have matched them.
+  for (int i = 0; i < 200; ++i) {
+    r = request(port, "GET", "/api/match-stats", "", admin);
+    if (r.body.find("\"articles\": 6,") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_NE(r.body.find("\"articles\": 6,"), std::string::npos) << r.body;
+  for (const char* part : {"\"index_us\": {\"p50\": ", "\"total_us\": {\"p50\": ",
+                           "\"p99_over_p50\": ", "\"shard\": 1, \"articles\": 3,"})
+    EXPECT_NE(r.body.find(part), std::string::npos) << part << "\n" << r.body;
+  r = request(port, "GET", "/api/match-stats?min_words=100000", "", admin);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_NE(r.body.find("\"articles\": 0,"), std::string::npos) << "no article that long";
+  EXPECT_EQ(request(port, "GET", "/api/match-stats").status, 401);
+  EXPECT_EQ(request(port, "GET", "/api/match-stats?min_words=x", "", admin).status, 400);
+  EXPECT_EQ(request(port, "GET", "/api/match-stats?other=1", "", admin).status, 400);
+}
+
 }  // namespace
 
 namespace {

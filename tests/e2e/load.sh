@@ -36,6 +36,9 @@ grep -q "^- intra-network latency to the reflectors" "$tmp/out/report.md" ||
 # Figure 10: a row per step of the bulk load, every probe answered (-1 is a failed probe).
 rows=$(grep -cE "^\| [0-9]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|$" "$tmp/out/report.md" || true)
 [ "$rows" -ge 2 ] || { echo "FAIL: the report has $rows match-time rows (Figure 10)" >&2; exit 1; }
+# The exact tail (GET /api/match-stats): the row of every article length holds articles.
+grep -qE "^\| all \| [1-9][0-9]* \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|" "$tmp/out/report.md" ||
+  { echo "FAIL: the report has no exact match-time tail (GET /api/match-stats)" >&2; exit 1; }
 for png in lag intra delivered poll memory match; do
   [ -s "$tmp/out/$png.png" ] || { echo "FAIL: no $png.png" >&2; exit 1; }
 done

@@ -439,6 +439,7 @@ class reflector final : public dataplane::component {
   void poll(net::request_context& ctx, net::http_response& r, feed_format f);
   void preview(net::request_context& ctx, net::http_response& r);
   void match_time(net::request_context& ctx, net::http_response& r);
+  void match_stats(net::request_context& ctx, net::http_response& r);
   void memory_state(net::request_context& ctx, net::http_response& r);
   // A create's or a preview's body: JSON with a query the matcher accepts. False (and `r`
   // holds the 400) otherwise.
@@ -544,6 +545,7 @@ class reflector final : public dataplane::component {
   void remember(const rt::article& a);
   // Match-time and delivery-latency metrics of one article matched since t0.
   void observe_match(const rt::article& a, std::chrono::steady_clock::time_point t0,
+                     std::chrono::steady_clock::time_point t_index, size_t candidates,
                      bool replaying);
   // What matching reads of a: its words and its source's tokens (the host of its feed URL
   // and its source id: matcher/source.h), which `source:` terms match. The tokens are made
@@ -583,6 +585,17 @@ class reflector final : public dataplane::component {
 
   matcher::index index_;
   matcher::match_result result_;
+  // The last match_samples_max live articles' match times on this shard, for exact
+  // quantiles (GET /api/match-stats): a ring, 16 bytes per article.
+  struct match_sample {
+    uint32_t words = 0;
+    uint32_t candidates = 0;  // subscriptions the index returned
+    uint32_t index_ns = 0;    // the index's match
+    uint32_t total_ns = 0;    // with the list appends
+  };
+  static constexpr size_t match_samples_max = size_t(1) << 16;
+  std::vector<match_sample> match_samples_;
+  size_t match_samples_next_ = 0;
   matcher::source_scope scope_;  // of the article being matched or indexed (scoped_words)
   matcher::query_parser parser_;
   simdjson::ondemand::parser json_;
@@ -738,6 +751,7 @@ class reflector final : public dataplane::component {
     rt::gauge* render_bytes = nullptr;
     rt::counter* render_evicted = nullptr;
     rt::histogram* match_by_words_us[4] = {};  // <= 64, <= 256, <= 1024, more words
+    rt::histogram* index_by_words_us[4] = {};  // the same, the index's match alone
     rt::histogram* delivered_us = nullptr;
     rt::counter* articles = nullptr;
     rt::counter* snapshot_files = nullptr;
@@ -840,6 +854,11 @@ reflector::reflector(shard_services& s)
         "feedplane_reflector_match_by_words_seconds",
         "Matching one article against a shard's subscriptions, by the article's word count "
         "(Cobra's Figure 10)",
+        fmt::format("words=\"{}\"", classes[i]), 1e-6);
+    m_.index_by_words_us[i] = &reg.add_histogram(
+        "feedplane_reflector_index_match_by_words_seconds",
+        "The index's match of one article on a shard, list appends excluded, by the article's "
+        "word count (GET /api/match-stats has exact quantiles)",
         fmt::format("words=\"{}\"", classes[i]), 1e-6);
   }
   m_.delivered_us = &reg.add_histogram(
@@ -1840,8 +1859,9 @@ void reflector::on_article(rt::shard&, const rt::article_ref& a) {
   const auto t0 = std::chrono::steady_clock::now();
   // Fast: the index touches only the postings of the article's words (matcher/index.h).
   (replaying ? *replay_index_ : index_).match(scoped_words(*a), result_);
+  const auto t_index = std::chrono::steady_clock::now();
   if (result_.ids().empty()) {
-    observe_match(*a, t0, replaying);
+    observe_match(*a, t0, t_index, 0, replaying);
     return;
   }
   const uint64_t replaces = a->meta().replaces;
@@ -1900,7 +1920,7 @@ void reflector::on_article(rt::shard&, const rt::article_ref& a) {
     }
   }
   m_.list_entries->set(int64_t(list_entries_));
-  observe_match(*a, t0, replaying);
+  observe_match(*a, t0, t_index, n, replaying);
 }
 
 // ---- weight feedback ----
@@ -1957,13 +1977,25 @@ void reflector::report_weights() {
 }
 
 void reflector::observe_match(const rt::article& a, std::chrono::steady_clock::time_point t0,
+                              std::chrono::steady_clock::time_point t_index, size_t candidates,
                               bool replaying) {
-  const auto us = uint64_t(
-      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0)
-          .count());
+  using std::chrono::nanoseconds;
+  const auto end = std::chrono::steady_clock::now();
+  const auto ns = uint64_t(std::chrono::duration_cast<nanoseconds>(end - t0).count());
+  const auto index_ns = uint64_t(std::chrono::duration_cast<nanoseconds>(t_index - t0).count());
+  const uint64_t us = ns / 1000;
   m_.match_us->observe(us);
   const size_t words = a.words().size();
-  m_.match_by_words_us[words <= 64 ? 0 : words <= 256 ? 1 : words <= 1024 ? 2 : 3]->observe(us);
+  const size_t cls = words <= 64 ? 0 : words <= 256 ? 1 : words <= 1024 ? 2 : 3;
+  m_.match_by_words_us[cls]->observe(us);
+  m_.index_by_words_us[cls]->observe(index_ns / 1000);
+  if (!replaying) {
+    if (match_samples_.size() < match_samples_max) match_samples_.emplace_back();
+    match_sample& m = match_samples_[match_samples_next_];
+    match_samples_next_ = (match_samples_next_ + 1) % match_samples_max;
+    const auto clamp32 = [](uint64_t v) { return uint32_t(std::min<uint64_t>(v, UINT32_MAX)); };
+    m = {clamp32(words), clamp32(candidates), clamp32(index_ns), clamp32(ns)};
+  }
   // A replayed article was fetched by an earlier run: its latency is not this one's.
   if (replaying || a.meta().fetched_ms <= 0) return;
   const int64_t now_us = std::chrono::duration_cast<std::chrono::microseconds>(
@@ -2408,6 +2440,91 @@ void reflector::match_time(net::request_context& ctx, net::http_response& r) {
               "{{\"shard\": {}, \"subscriptions\": {}, \"matched\": {}, \"median_us\": "
               "{:.1f}, \"min_us\": {:.1f}}}",
               o.s_.rt->index(), o.index_.size(), matched, us[us.size() / 2], us.front());
+        },
+        true);
+  }
+}
+
+// GET /api/match-stats?min_words=A&max_words=B (admin): exact quantiles of the live
+// articles' match times on the shards, over each shard's last 65,536 articles with A to B
+// words (default: all): the index's match alone and with the list appends. Histograms in
+// /metrics have power-of-two buckets, too coarse to tell a tail within 3x of the median.
+void reflector::match_stats(net::request_context& ctx, net::http_response& r) {
+  if (!dataplane::require_admin(ctx, *s_.cfg, r)) return;
+  uint64_t lo = 0, hi = UINT32_MAX;
+  for (const auto& q : ctx.query()) {
+    uint64_t* into = q.name == "min_words" ? &lo : q.name == "max_words" ? &hi : nullptr;
+    if (into == nullptr) {
+      net::set_json_error(r, 400, "unknown_field",
+                          "unknown parameter (parameters: min_words, max_words)");
+      return;
+    }
+    const auto [end, ec] = std::from_chars(q.value.data(), q.value.data() + q.value.size(), *into);
+    if (ec != std::errc() || end != q.value.data() + q.value.size()) {
+      net::set_json_error(r, 400, "bad_value", "min_words and max_words are whole numbers");
+      return;
+    }
+  }
+  const uint32_t n = s_.rt->count();
+  if (!every_shard_can_take(r)) return;
+  struct gather {
+    uint32_t waiting = 0;
+    std::vector<std::vector<uint64_t>> index_ns, total_ns;  // by shard
+    call_ptr answer;
+  };
+  auto g = std::make_shared<gather>();
+  g->waiting = n;
+  g->index_ns.resize(n);
+  g->total_ns.resize(n);
+  g->answer = answer_later(r);
+  auto stats = [](std::vector<uint64_t>& v) {
+    std::sort(v.begin(), v.end());
+    auto q = [&](double f) {
+      return v.empty() ? 0.0
+                       : double(v[std::min(v.size() - 1, size_t(f * double(v.size())))]) / 1e3;
+    };
+    return fmt::format(
+        "{{\"p50\": {:.2f}, \"p90\": {:.2f}, \"p99\": {:.2f}, \"p999\": {:.2f}, \"max\": "
+        "{:.2f}, \"p99_over_p50\": {:.2f}}}",
+        q(0.5), q(0.9), q(0.99), q(0.999), v.empty() ? 0.0 : double(v.back()) / 1e3,
+        v.empty() || v[v.size() / 2] == 0 ? 0.0 : q(0.99) / q(0.5));
+  };
+  for (uint32_t j = 0; j < n; ++j) {
+    auto part = std::make_shared<call>();
+    part->origin = s_.rt->index();
+    part->on_answer = [g, j, lo, hi, stats](reflector& me, call& got) {
+      if (got.seqs.size() == 2) {
+        g->index_ns[j] = std::move(got.seqs[0]);
+        g->total_ns[j] = std::move(got.seqs[1]);
+      }
+      if (--g->waiting != 0) return;
+      std::vector<uint64_t> all_index, all_total;
+      std::string shards;
+      for (size_t i = 0; i < g->index_ns.size(); ++i) {
+        all_index.insert(all_index.end(), g->index_ns[i].begin(), g->index_ns[i].end());
+        all_total.insert(all_total.end(), g->total_ns[i].begin(), g->total_ns[i].end());
+        const size_t count = g->index_ns[i].size();
+        shards += fmt::format("{}\n    {{\"shard\": {}, \"articles\": {}, \"index_us\": {}}}",
+                              i == 0 ? "" : ",", i, count, stats(g->index_ns[i]));
+      }
+      const size_t count = all_index.size();
+      g->answer->status = 200;
+      g->answer->body = fmt::format(
+          "{{\"min_words\": {}, \"max_words\": {}, \"articles\": {},\n  \"index_us\": {},\n  "
+          "\"total_us\": {},\n  \"shards\": [{}\n  ]}}\n",
+          lo, hi, count, stats(all_index), stats(all_total), shards);
+      me.finish(*g->answer);
+    };
+    start_call(
+        j, part,
+        [lo, hi](reflector& o, const call_ptr& cp) {
+          cp->seqs.assign(2, {});
+          for (const match_sample& m : o.match_samples_) {
+            if (m.words < lo || m.words > hi) continue;
+            cp->seqs[0].push_back(m.index_ns);
+            cp->seqs[1].push_back(m.total_ns);
+          }
+          cp->status = 200;
         },
         true);
   }
@@ -3169,6 +3286,7 @@ void add_routes(net::router& routes, const dataplane::config&) {
   api("POST", "/api/subscriptions", &reflector::create_subscription);
   api("POST", "/api/preview", &reflector::preview);
   api("POST", "/api/match-time", &reflector::match_time);
+  api("GET", "/api/match-stats", &reflector::match_stats);
   api("GET", "/api/memory", &reflector::memory_state);
   api("GET", "/api/subscriptions", &reflector::list_subscriptions);
   api("POST", "/api/subscriptions:bulk", &reflector::bulk);
