@@ -533,8 +533,9 @@ TEST(reflector_live, match_stats_count_the_live_articles_by_length) {
   }
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_NE(r.body.find("\"articles\": 6,"), std::string::npos) << r.body;
-  for (const char* part : {"\"index_us\": {\"p50\": ", "\"total_us\": {\"p50\": ",
-                           "\"p99_over_p50\": ", "\"shard\": 1, \"articles\": 3,"})
+  for (const char* part :
+       {"\"index_us\": {\"p50\": ", "\"total_us\": {\"p50\": ", "\"index_cpu_us\": {\"p50\": ",
+        "\"p99_over_p50\": ", "\"shard\": 1, \"articles\": 3,"})
     EXPECT_NE(r.body.find(part), std::string::npos) << part << "\n" << r.body;
   r = request(port, "GET", "/api/match-stats?min_words=100000", "", admin);
   ASSERT_EQ(r.status, 200) << r.body;

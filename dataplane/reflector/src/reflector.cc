@@ -545,8 +545,8 @@ class reflector final : public dataplane::component {
   void remember(const rt::article& a);
   // Match-time and delivery-latency metrics of one article matched since t0.
   void observe_match(const rt::article& a, std::chrono::steady_clock::time_point t0,
-                     std::chrono::steady_clock::time_point t_index, size_t candidates,
-                     bool replaying);
+                     std::chrono::steady_clock::time_point t_index, uint64_t index_cpu_ns,
+                     size_t candidates, bool replaying);
   // What matching reads of a: its words and its source's tokens (the host of its feed URL
   // and its source id: matcher/source.h), which `source:` terms match. The tokens are made
   // here, at match time, into scope_, so the frozen article and its durable record carry
@@ -589,9 +589,10 @@ class reflector final : public dataplane::component {
   // quantiles (GET /api/match-stats): a ring, 16 bytes per article.
   struct match_sample {
     uint32_t words = 0;
-    uint32_t candidates = 0;  // subscriptions the index returned
-    uint32_t index_ns = 0;    // the index's match
-    uint32_t total_ns = 0;    // with the list appends
+    uint32_t candidates = 0;    // subscriptions the index returned
+    uint32_t index_ns = 0;      // the index's match
+    uint32_t total_ns = 0;      // with the list appends
+    uint32_t index_cpu_ns = 0;  // the index's match in this thread's CPU time (no preemption)
   };
   static constexpr size_t match_samples_max = size_t(1) << 16;
   std::vector<match_sample> match_samples_;
@@ -1856,12 +1857,21 @@ void reflector::on_article(rt::shard&, const rt::article_ref& a) {
     if (replay_index_->size() == 0) return;
   }
   m_.articles->add();
+  // Thread CPU time too (a system call, so live articles only): on a host whose cores are
+  // shared the wall time includes preemption, which is not the matcher's.
+  const auto thread_cpu_ns = [] {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return uint64_t(ts.tv_sec) * 1'000'000'000 + uint64_t(ts.tv_nsec);
+  };
+  const uint64_t cpu0 = replaying ? 0 : thread_cpu_ns();
   const auto t0 = std::chrono::steady_clock::now();
   // Fast: the index touches only the postings of the article's words (matcher/index.h).
   (replaying ? *replay_index_ : index_).match(scoped_words(*a), result_);
   const auto t_index = std::chrono::steady_clock::now();
+  const uint64_t index_cpu_ns = replaying ? 0 : thread_cpu_ns() - cpu0;
   if (result_.ids().empty()) {
-    observe_match(*a, t0, t_index, 0, replaying);
+    observe_match(*a, t0, t_index, index_cpu_ns, 0, replaying);
     return;
   }
   const uint64_t replaces = a->meta().replaces;
@@ -1920,7 +1930,7 @@ void reflector::on_article(rt::shard&, const rt::article_ref& a) {
     }
   }
   m_.list_entries->set(int64_t(list_entries_));
-  observe_match(*a, t0, t_index, n, replaying);
+  observe_match(*a, t0, t_index, index_cpu_ns, n, replaying);
 }
 
 // ---- weight feedback ----
@@ -1977,8 +1987,8 @@ void reflector::report_weights() {
 }
 
 void reflector::observe_match(const rt::article& a, std::chrono::steady_clock::time_point t0,
-                              std::chrono::steady_clock::time_point t_index, size_t candidates,
-                              bool replaying) {
+                              std::chrono::steady_clock::time_point t_index, uint64_t index_cpu_ns,
+                              size_t candidates, bool replaying) {
   using std::chrono::nanoseconds;
   const auto end = std::chrono::steady_clock::now();
   const auto ns = uint64_t(std::chrono::duration_cast<nanoseconds>(end - t0).count());
@@ -1994,7 +2004,8 @@ void reflector::observe_match(const rt::article& a, std::chrono::steady_clock::t
     match_sample& m = match_samples_[match_samples_next_];
     match_samples_next_ = (match_samples_next_ + 1) % match_samples_max;
     const auto clamp32 = [](uint64_t v) { return uint32_t(std::min<uint64_t>(v, UINT32_MAX)); };
-    m = {clamp32(words), clamp32(candidates), clamp32(index_ns), clamp32(ns)};
+    m = {clamp32(words), clamp32(candidates), clamp32(index_ns), clamp32(ns),
+         clamp32(index_cpu_ns)};
   }
   // A replayed article was fetched by an earlier run: its latency is not this one's.
   if (replaying || a.meta().fetched_ms <= 0) return;
@@ -2469,13 +2480,14 @@ void reflector::match_stats(net::request_context& ctx, net::http_response& r) {
   if (!every_shard_can_take(r)) return;
   struct gather {
     uint32_t waiting = 0;
-    std::vector<std::vector<uint64_t>> index_ns, total_ns;  // by shard
+    std::vector<std::vector<uint64_t>> index_ns, total_ns, index_cpu_ns;  // by shard
     call_ptr answer;
   };
   auto g = std::make_shared<gather>();
   g->waiting = n;
   g->index_ns.resize(n);
   g->total_ns.resize(n);
+  g->index_cpu_ns.resize(n);
   g->answer = answer_later(r);
   auto stats = [](std::vector<uint64_t>& v) {
     std::sort(v.begin(), v.end());
@@ -2493,16 +2505,18 @@ void reflector::match_stats(net::request_context& ctx, net::http_response& r) {
     auto part = std::make_shared<call>();
     part->origin = s_.rt->index();
     part->on_answer = [g, j, lo, hi, stats](reflector& me, call& got) {
-      if (got.seqs.size() == 2) {
+      if (got.seqs.size() == 3) {
         g->index_ns[j] = std::move(got.seqs[0]);
         g->total_ns[j] = std::move(got.seqs[1]);
+        g->index_cpu_ns[j] = std::move(got.seqs[2]);
       }
       if (--g->waiting != 0) return;
-      std::vector<uint64_t> all_index, all_total;
+      std::vector<uint64_t> all_index, all_total, all_cpu;
       std::string shards;
       for (size_t i = 0; i < g->index_ns.size(); ++i) {
         all_index.insert(all_index.end(), g->index_ns[i].begin(), g->index_ns[i].end());
         all_total.insert(all_total.end(), g->total_ns[i].begin(), g->total_ns[i].end());
+        all_cpu.insert(all_cpu.end(), g->index_cpu_ns[i].begin(), g->index_cpu_ns[i].end());
         const size_t count = g->index_ns[i].size();
         shards += fmt::format("{}\n    {{\"shard\": {}, \"articles\": {}, \"index_us\": {}}}",
                               i == 0 ? "" : ",", i, count, stats(g->index_ns[i]));
@@ -2511,18 +2525,19 @@ void reflector::match_stats(net::request_context& ctx, net::http_response& r) {
       g->answer->status = 200;
       g->answer->body = fmt::format(
           "{{\"min_words\": {}, \"max_words\": {}, \"articles\": {},\n  \"index_us\": {},\n  "
-          "\"total_us\": {},\n  \"shards\": [{}\n  ]}}\n",
-          lo, hi, count, stats(all_index), stats(all_total), shards);
+          "\"index_cpu_us\": {},\n  \"total_us\": {},\n  \"shards\": [{}\n  ]}}\n",
+          lo, hi, count, stats(all_index), stats(all_cpu), stats(all_total), shards);
       me.finish(*g->answer);
     };
     start_call(
         j, part,
         [lo, hi](reflector& o, const call_ptr& cp) {
-          cp->seqs.assign(2, {});
+          cp->seqs.assign(3, {});
           for (const match_sample& m : o.match_samples_) {
             if (m.words < lo || m.words > hi) continue;
             cp->seqs[0].push_back(m.index_ns);
             cp->seqs[1].push_back(m.total_ns);
+            cp->seqs[2].push_back(m.index_cpu_ns);
           }
           cp->status = 200;
         },
