@@ -234,9 +234,10 @@ struct call {
   uint32_t origin = 0;
   net::deferred_response later;  // the origin's; used on the origin only
   int status = 500;
-  std::string body;                         // JSON; error bodies from error_json()
-  std::vector<std::string> lines;           // bulk: one result line per input line of the group
-  std::vector<std::vector<uint64_t>> seqs;  // searches: the matches of each query
+  std::string body;                // JSON; error bodies from error_json()
+  std::vector<std::string> lines;  // bulk: one result line per input line of the group
+  // searches: the matches of each query; match-stats: index, total and CPU nanoseconds
+  std::vector<std::vector<uint64_t>> seqs;
   std::string_view content_type = "application/json";
   std::string route;      // "POST /api/subscriptions": counted when answered
   bool replayed = false;  // an Idempotency-Key retry answered with what the first made
@@ -546,7 +547,7 @@ class reflector final : public dataplane::component {
   // Match-time and delivery-latency metrics of one article matched since t0.
   void observe_match(const rt::article& a, std::chrono::steady_clock::time_point t0,
                      std::chrono::steady_clock::time_point t_index, uint64_t index_cpu_ns,
-                     size_t candidates, bool replaying);
+                     bool replaying);
   // What matching reads of a: its words and its source's tokens (the host of its feed URL
   // and its source id: matcher/source.h), which `source:` terms match. The tokens are made
   // here, at match time, into scope_, so the frozen article and its durable record carry
@@ -589,7 +590,6 @@ class reflector final : public dataplane::component {
   // quantiles (GET /api/match-stats): a ring, 16 bytes per article.
   struct match_sample {
     uint32_t words = 0;
-    uint32_t candidates = 0;    // subscriptions the index returned
     uint32_t index_ns = 0;      // the index's match
     uint32_t total_ns = 0;      // with the list appends
     uint32_t index_cpu_ns = 0;  // the index's match in this thread's CPU time (no preemption)
@@ -1871,7 +1871,7 @@ void reflector::on_article(rt::shard&, const rt::article_ref& a) {
   const auto t_index = std::chrono::steady_clock::now();
   const uint64_t index_cpu_ns = replaying ? 0 : thread_cpu_ns() - cpu0;
   if (result_.ids().empty()) {
-    observe_match(*a, t0, t_index, index_cpu_ns, 0, replaying);
+    observe_match(*a, t0, t_index, index_cpu_ns, replaying);
     return;
   }
   const uint64_t replaces = a->meta().replaces;
@@ -1930,7 +1930,7 @@ void reflector::on_article(rt::shard&, const rt::article_ref& a) {
     }
   }
   m_.list_entries->set(int64_t(list_entries_));
-  observe_match(*a, t0, t_index, index_cpu_ns, n, replaying);
+  observe_match(*a, t0, t_index, index_cpu_ns, replaying);
 }
 
 // ---- weight feedback ----
@@ -1988,7 +1988,7 @@ void reflector::report_weights() {
 
 void reflector::observe_match(const rt::article& a, std::chrono::steady_clock::time_point t0,
                               std::chrono::steady_clock::time_point t_index, uint64_t index_cpu_ns,
-                              size_t candidates, bool replaying) {
+                              bool replaying) {
   using std::chrono::nanoseconds;
   const auto end = std::chrono::steady_clock::now();
   const auto ns = uint64_t(std::chrono::duration_cast<nanoseconds>(end - t0).count());
@@ -2004,8 +2004,7 @@ void reflector::observe_match(const rt::article& a, std::chrono::steady_clock::t
     match_sample& m = match_samples_[match_samples_next_];
     match_samples_next_ = (match_samples_next_ + 1) % match_samples_max;
     const auto clamp32 = [](uint64_t v) { return uint32_t(std::min<uint64_t>(v, UINT32_MAX)); };
-    m = {clamp32(words), clamp32(candidates), clamp32(index_ns), clamp32(ns),
-         clamp32(index_cpu_ns)};
+    m = {clamp32(words), clamp32(index_ns), clamp32(ns), clamp32(index_cpu_ns)};
   }
   // A replayed article was fetched by an earlier run: its latency is not this one's.
   if (replaying || a.meta().fetched_ms <= 0) return;
