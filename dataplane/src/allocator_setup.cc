@@ -11,7 +11,7 @@
 //
 // Opt out with the allocator's own switch: MIMALLOC_LARGE_OS_PAGES=0 (mimalloc), or
 // MALLOC_CONF=thp:default (jemalloc; the environment overrides the built-in default).
-#include <cstdlib>
+#include <string_view>
 
 #if defined(FEEDPLANE_ALLOCATOR_MIMALLOC)
 #include <mimalloc.h>
@@ -21,14 +21,19 @@ namespace {
 // mimalloc maps its first region before any constructor of ours runs, and only regions
 // mapped after the option is set are advised as huge; .preinit_array runs before every
 // shared library's initialiser, so the option is set before mimalloc's first mapping.
-// The environment is readable here (glibc sets environ before the preinit functions).
-void enable_huge_pages() {
-  if (std::getenv("MIMALLOC_LARGE_OS_PAGES") != nullptr) return;  // the user decides
+// The environment is read from the envp argument the dynamic loader passes to preinit
+// functions: `environ` is not set yet at that point (getenv() returned null, so the
+// opt-out below was ignored until 2026-11-27; tests/e2e/cli.sh checks it).
+void enable_huge_pages(int /*argc*/, char** /*argv*/, char** envp) {
+  constexpr std::string_view k_var = "MIMALLOC_LARGE_OS_PAGES=";
+  for (char** e = envp; e != nullptr && *e != nullptr; ++e) {
+    if (std::string_view(*e).starts_with(k_var)) return;  // the user decides
+  }
   mi_option_enable(mi_option_large_os_pages);
 }
 
 [[gnu::section(".preinit_array"),
-  gnu::used]] void (*const k_enable_huge_pages)() = enable_huge_pages;
+  gnu::used]] void (*const k_enable_huge_pages)(int, char**, char**) = enable_huge_pages;
 
 }  // namespace
 

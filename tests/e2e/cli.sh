@@ -65,4 +65,12 @@ sys.exit(1 if bad else 0)
 PY
 grep -qi "serves each subscription's matches as a private feed" <<<"$help" || fail "--help does not say what serve does (private feeds)"
 if "$bin" nosuchcommand 2>/dev/null; then fail "unknown subcommand accepted"; fi
+# The build's mimalloc backs the heap with 2 MiB pages unless MIMALLOC_LARGE_OS_PAGES says
+# otherwise (dataplane/src/allocator_setup.cc): the opt-out the README names must work.
+if ldd "$bin" | grep -q libmimalloc; then
+  on=$(MIMALLOC_VERBOSE=1 "$bin" --help 2>&1 >/dev/null || true)
+  off=$(MIMALLOC_VERBOSE=1 MIMALLOC_LARGE_OS_PAGES=0 "$bin" --help 2>&1 >/dev/null || true)
+  grep -q "option 'large_os_pages': 1" <<<"$on" || fail "huge pages not on by default: $(grep large_os <<<"$on")"
+  grep -q "option 'large_os_pages': 0" <<<"$off" || fail "MIMALLOC_LARGE_OS_PAGES=0 ignored: $(grep large_os <<<"$off")"
+fi
 echo "cli ok"
