@@ -1,20 +1,22 @@
 // Compiled into every executable that links feedplane_allocator (cmake/deps.cmake): backs
 // the heap with transparent huge pages (2 MiB) where the allocator can do it.
 //
-// Why: the matcher walks posting blocks spread over tens of MiB, and on this project's
-// hosts (virtual machines with nested paging) a TLB miss costs a two-dimensional page
-// walk. With the heap on 2 MiB pages the 1M-subscription, 61-word match measured 1.04x
-// to 1.24x faster in three interleaved series (bench/RESULTS.md, "## matcher"). The
-// kernel must allow it:
-// /sys/kernel/mm/transparent_hugepage/enabled set to "madvise" or "always"; with "never"
-// this changes nothing. The cost is resident memory in 2 MiB steps, eagerly committed.
+// Why: the matcher walks posting blocks spread over tens of MiB and the reflector appends
+// to lists spread over GBs, and on this project's hosts (virtual machines with nested
+// paging) a TLB miss costs a two-dimensional page walk. At 1M subscriptions a shard's match
+// of an article with its list appends ran 1.7x faster with the heap on 2 MiB pages, the
+// index alone 1.2x (bench/RESULTS.md, "Huge pages, measured with the switch working"). The
+// kernel must allow it: /sys/kernel/mm/transparent_hugepage/enabled set to "madvise" or
+// "always"; with "never" this changes nothing. The cost is resident memory: mimalloc never
+// returns a huge-page segment's free pages, so what a burst frees stays resident (1,104
+// against 978 bytes per feed after the first crawl of 1M feeds).
 //
 // Opt out with the allocator's own switch: MIMALLOC_LARGE_OS_PAGES=0 (mimalloc), or
 // MALLOC_CONF=thp:default (jemalloc; the environment overrides the built-in default).
-#include <string_view>
-
 #if defined(FEEDPLANE_ALLOCATOR_MIMALLOC)
 #include <mimalloc.h>
+
+#include <string_view>
 
 namespace {
 
