@@ -88,9 +88,9 @@ rss1=$(rss_kib "$pid")
 echo "fetches by result:"; curl -s "$base/metrics" | grep '^feedplane_crawler_fetches_total' || true
 echo "articles: $(metric feedplane_crawler_articles_total)"
 echo "feedplane with $feeds sources fetched once: VmRSS $rss1 KiB"
-# Resident memory the kernel may still take back (MADV_FREE: LazyFree) and how much of it is
-# on transparent huge pages: a freed page advised lazily still counts in VmRSS.
-echo "  $(awk '/^(Rss|Anonymous|LazyFree|AnonHugePages):/ { printf "%s %s KiB  ", $1, $2 }' "/proc/$pid/smaps_rollup")"
+# Of VmRSS: what the kernel may still take back (MADV_FREE: LazyFree) and what sits on
+# transparent huge pages (the allocator never returns their free pages).
+echo "  $(awk '/^(Anonymous|LazyFree|AnonHugePages):/ { printf "%s %s KiB  ", $1, $2 }' "/proc/$pid/smaps_rollup")"
 echo "  of which the store's memtables: $(( $(metric feedplane_store_memtable_bytes) / 1024 )) KiB"
 echo "  schedule entries: $(metric feedplane_crawler_schedule_entries) (one per source, plus stale ones)"
 # Not per feed: what the reflectors keep of the articles the fetch produced (the backfill

@@ -8,8 +8,8 @@
 // index alone 1.2x (bench/RESULTS.md, "Huge pages, measured with the switch working"). The
 // kernel must allow it: /sys/kernel/mm/transparent_hugepage/enabled set to "madvise" or
 // "always"; with "never" this changes nothing. The cost is resident memory: mimalloc never
-// returns a huge-page segment's free pages, so what a burst frees stays resident (1,104
-// against 978 bytes per feed after the first crawl of 1M feeds).
+// returns a huge-page segment's free pages, so what a burst frees stays resident
+// (bench/RESULTS.md, "crawler: memory per feed").
 //
 // Opt out with the allocator's own switch: MIMALLOC_LARGE_OS_PAGES=0 (mimalloc), or
 // MALLOC_CONF=thp:default (jemalloc; the environment overrides the built-in default).
@@ -24,8 +24,8 @@ namespace {
 // mapped after the option is set are advised as huge; .preinit_array runs before every
 // shared library's initialiser, so the option is set before mimalloc's first mapping.
 // The environment is read from the envp argument the dynamic loader passes to preinit
-// functions: `environ` is not set yet at that point (getenv() returned null, so the
-// opt-out below was ignored until 2026-11-27; tests/e2e/cli.sh checks it).
+// functions: `environ` is not set yet at that point, so getenv() would return null
+// (tests/e2e/cli.sh checks the opt-out).
 void enable_huge_pages(int /*argc*/, char** /*argv*/, char** envp) {
   constexpr std::string_view k_var = "MIMALLOC_LARGE_OS_PAGES=";
   for (char** e = envp; e != nullptr && *e != nullptr; ++e) {
