@@ -9,7 +9,8 @@
 # of fetches queued at it would time out (5 s) rather than fetch.
 #   bench/crawler_memory.sh FEEDPLANE FEEDS [SHARDS]    (OUT=dir keeps the files;
 #   FARM_ARGS adds options to the farm; note --hosts FILE only seeds its host names: a
-#   100k-feed farm still had 95k hosts with a 1,000-line file)
+#   100k-feed farm still had 95k hosts with a 1,000-line file; MEMTABLE_MB sets
+#   [server] memtable_mb, unset: the product's default)
 set -euo pipefail
 bin=$1 feeds=$2 shards=${3:-2}
 tmp=${OUT:-$(mktemp -d)}
@@ -38,6 +39,7 @@ per_domain_rate = 0
 per_domain_connections = 4
 max_in_flight = 256
 TOML
+[ -n "${MEMTABLE_MB:-}" ] && printf '[server]\nmemtable_mb = %s\n' "$MEMTABLE_MB" >>"$tmp/feedplane.toml"
 export FEEDPLANE_ADMIN_TOKEN=memory-bench-token
 auth="Authorization: Bearer $FEEDPLANE_ADMIN_TOKEN"
 runs=0
@@ -77,7 +79,7 @@ echo "imported: $(metric feedplane_crawler_sources) sources"
 until [ "$(metric feedplane_crawler_fetches_total)" -ge "$feeds" ] &&
   [ "$(metric feedplane_crawler_fetches_in_flight)" -eq 0 ]; do
   sleep 5
-  echo "  fetched $(metric feedplane_crawler_fetches_total) of $feeds, VmRSS $(rss_kib "$pid") KiB" >&2
+  echo "  fetched $(metric feedplane_crawler_fetches_total) of $feeds, VmRSS $(rss_kib "$pid") KiB, memtables $(( $(metric feedplane_store_memtable_bytes) / 1024 )) KiB" >&2
 done
 # Idle connections close after 30 s and idle politeness keys go once a minute: the
 # figure is taken 90 s after the last fetch (and 10 s after, for the transient).

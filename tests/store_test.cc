@@ -11,9 +11,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -193,12 +195,14 @@ bool wait_for(P pred, std::chrono::milliseconds limit = 20s) {
   return true;
 }
 
-std::unique_ptr<st::store> open_store(const std::string& dir, std::vector<st::store_port> ports,
-                                      std::shared_ptr<rocksdb::FileSystem> fs = nullptr,
-                                      uint64_t replay_from = 0, uint32_t group_commit_us = 0) {
+std::unique_ptr<st::store> open_store(
+    const std::string& dir, std::vector<st::store_port> ports,
+    std::shared_ptr<rocksdb::FileSystem> fs = nullptr, uint64_t replay_from = 0,
+    uint32_t group_commit_us = 0, uint64_t memtable_bytes = st::store_options{}.memtable_bytes) {
   st::store_options o;
   o.dir = dir;
   o.group_commit_us = group_commit_us;
+  o.memtable_bytes = memtable_bytes;
   o.flush_at_close = fs == nullptr;  // a fault_fs test models a power cut, not a close
   o.fs = std::move(fs);
   o.replay_from = replay_from;
@@ -376,6 +380,60 @@ TEST(store, writes_during_a_young_sync_window_share_one_synced_write) {
   c.finish();
   EXPECT_EQ(shards[0]->acked_bad.load(), 0u);
   EXPECT_FALSE(store->stats().failed.load());
+}
+
+// The memtable budget bounds the store's write buffers over every kind together; without
+// it (0: RocksDB's defaults, 64 MiB per kind) the same 24 MiB of writes to two kinds stay
+// in memory. Memtable sizes are sampled after each acknowledgement, between writes.
+uint64_t peak_memtable_bytes(uint64_t budget, uint64_t* acked) {
+  temp_dir d;
+  auto shards = make_stand_ins(1);
+  auto store = open_store(d.path, ports_of(shards), nullptr, 0, 0, budget);
+  if (store == nullptr) return 0;
+  crew c;
+  c.consume(*shards[0]);
+  store->start();
+  EXPECT_TRUE(wait_for([&] { return shards[0]->streamed_flag.load(); }));
+  const std::string value(16 * 1024, 'v');
+  uint64_t peak = 0;
+  constexpr uint64_t n = 1536;  // 24 MiB of values
+  for (uint64_t i = 0; i < n; ++i) {
+    auto w = shards[0]->make_write(i, "k" + std::to_string(i), value, 0,
+                                   i % 2 == 0 ? rt::kind::test : rt::kind::crawl);
+    push_all(*store, *shards[0], one(std::move(w)));
+    EXPECT_TRUE(wait_for([&] { return shards[0]->acked_ok.load() == i + 1; }));
+    peak = std::max(peak, store->memtable_bytes());
+  }
+  *acked = shards[0]->acked_ok.load();
+  std::string v, err;
+  for (uint64_t i = 0; i < n; i += 97) {
+    EXPECT_TRUE(store->get(i % 2 == 0 ? rt::kind::test : rt::kind::crawl, "k" + std::to_string(i),
+                           &v, &err))
+        << "k" << i << ": " << err;
+    EXPECT_EQ(v.size(), value.size());
+  }
+  store->stop();
+  c.finish();
+  EXPECT_EQ(shards[0]->acked_bad.load(), 0u);
+  EXPECT_FALSE(store->stats().failed.load());
+  return peak;
+}
+
+TEST(store, the_memtable_budget_bounds_the_write_buffers_of_all_kinds_together) {
+  constexpr uint64_t budget = uint64_t{4} << 20;
+  uint64_t acked = 0;
+  const uint64_t bounded = peak_memtable_bytes(budget, &acked);
+  EXPECT_EQ(acked, 1536u);
+  // The budget plus one arena block and a write's worth of slack per memtable.
+  EXPECT_GT(bounded, 0u);
+  EXPECT_LE(bounded, budget + budget / 4) << "memtables grew past the budget";
+  const uint64_t unbounded = peak_memtable_bytes(0, &acked);
+  EXPECT_EQ(acked, 1536u);
+  EXPECT_GT(unbounded, uint64_t{16} << 20)
+      << "RocksDB's defaults flushed early: the contrast is void";
+  std::printf("memtables at most %llu bytes with a %llu-byte budget, %llu without\n",
+              (unsigned long long)bounded, (unsigned long long)budget,
+              (unsigned long long)unbounded);
 }
 
 // Checks what a reopened store holds against what was acknowledged: every acknowledged

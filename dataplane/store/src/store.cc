@@ -9,6 +9,7 @@
 #include <rocksdb/options.h>
 #include <rocksdb/write_batch.h>
 
+#include <algorithm>
 #include <bit>
 #include <chrono>
 #include <cstdarg>
@@ -180,6 +181,10 @@ rocksdb::Status store::impl::open_db(std::string* error) {
   o.avoid_flush_during_recovery = true;
   // One writer (the store thread), and the vector memtables below need it.
   o.allow_concurrent_memtable_write = false;
+  if (opt.memtable_bytes != 0) {
+    o.db_write_buffer_size = opt.memtable_bytes;
+    o.write_buffer_size = std::max<uint64_t>(opt.memtable_bytes / 2, uint64_t{1} << 20);
+  }
   if (opt.fs) {
     env = rocksdb::NewCompositeEnv(opt.fs);
     o.env = env.get();

@@ -20,6 +20,8 @@ struct server_config {
   // The store syncs at most once per this many microseconds while writes keep coming:
   // one that arrives while the last sync is young waits for the rest (0: never waits).
   uint32_t group_commit_us = 2000;
+  // The store's memtables, all column families together, in MiB (0: RocksDB's defaults).
+  uint32_t memtable_mb = 64;
   uint32_t max_request_line = 8 * 1024;
   uint32_t max_header_bytes = 32 * 1024;
   uint32_t max_headers = 100;
