@@ -91,6 +91,13 @@ class NginxMem : public ::testing::Test {
     while (tls_port_ == port_);
     auto www = srv_->dir() / "www";
     std::ofstream(www / "feed.xml") << std::string(8192, 'f');
+    // A large document, served gzipped under /gz/ (decoded on the client's side).
+    std::filesystem::create_directories(www / "gz");
+    std::string big;
+    for (int i = 0; big.size() < 200 * 1024; ++i) big += "<item>" + std::to_string(i) + "</item>\n";
+    big_size_ = big.size();
+    std::ofstream(www / "big.xml") << big;
+    std::ofstream(www / "gz" / "big.xml") << big;
     ca_ =
         new key_and_cert(make_cert("feedplane mem test CA", nullptr, "", -k_day, 30 * k_day, true));
     key_and_cert leaf = make_cert("localhost", ca_, "DNS:localhost,DNS:alias.test,IP:127.0.0.1",
@@ -102,6 +109,11 @@ class NginxMem : public ::testing::Test {
   server {
     listen 127.0.0.1:PORT;
     root @DIR@/www;
+    location /gz/ {
+      gzip on;
+      gzip_types *;
+      gzip_min_length 0;
+    }
   }
   server {
     listen 127.0.0.1:TLSPORT ssl;
@@ -140,7 +152,9 @@ class NginxMem : public ::testing::Test {
   static key_and_cert* ca_;
   static uint16_t port_;
   static uint16_t tls_port_;
+  static size_t big_size_;
 };
+size_t NginxMem::big_size_ = 0;
 nginx_server* NginxMem::srv_ = nullptr;
 key_and_cert* NginxMem::ca_ = nullptr;
 uint16_t NginxMem::port_ = 0;
@@ -174,6 +188,57 @@ TEST_F(NginxMem, IdlePooledConnectionsHoldNoBuffers) {
     h.wait_done(64);
     EXPECT_EQ(h.c->stats().connections_opened, 32u);
     EXPECT_EQ(h.c->connection_memory(), before);
+  }
+}
+
+// A fetch slot keeps its body buffers for the next fetch only up to keep_buffer_bytes each:
+// after a 200 KB document (plain, and gzipped, where the wire and the decoded bodies differ)
+// the slab holds at most three buffers of that size, and small documents still reuse
+// theirs. The callback leaves the result in place (as the crawler does), so what the slot
+// keeps is what fetch_state_memory() counts.
+TEST_F(NginxMem, SlotsDoNotKeepTheBuffersOfALargeDocument) {
+  struct sizes {
+    int done = 0;
+    size_t last = 0;
+    static void on_done(void* ctx, uint64_t, net::fetch_result& r) {
+      auto* z = static_cast<sizes*>(ctx);
+      ++z->done;
+      z->last = r.error == net::fetch_error::ok ? r.body.size() : 0;
+    }
+  };
+  const std::string base = "http://127.0.0.1:" + std::to_string(port_);
+  for (const char* path : {"/big.xml", "/gz/big.xml"}) {
+    for (uint32_t keep : {32u * 1024, 1u << 20}) {
+      net::client_options o = options();
+      o.keep_buffer_bytes = keep;
+      harness h(o);
+      sizes z;
+      auto get = [&](const std::string& u) {
+        net::fetch_request req;
+        req.url = u;
+        const int before = z.done;
+        h.c->fetch(req, &sizes::on_done, &z);
+        for (int i = 0; i < 200000 && z.done == before; ++i) h.l->run_once(true);
+        EXPECT_EQ(z.done, before + 1);
+        return z.last;
+      };
+      EXPECT_EQ(get(http_url()), 8192u);
+      const size_t small = h.c->fetch_state_memory();
+      EXPECT_GE(small, 8192u) << "the slot did not keep an 8 KB body";
+      EXPECT_EQ(get(base + path), big_size_) << path;
+      const size_t after_big = h.c->fetch_state_memory();
+      if (keep < big_size_) {
+        EXPECT_LE(after_big, small + 3 * size_t{keep}) << path;
+      } else {
+        // What the cap prevents: the slot keeps a buffer of the large document's size.
+        EXPECT_GE(after_big, big_size_) << path;
+      }
+      // Small documents go on reusing the slot's buffers: nothing grows.
+      EXPECT_EQ(get(http_url()), 8192u);
+      const size_t warm = h.c->fetch_state_memory();
+      EXPECT_EQ(get(http_url()), 8192u);
+      EXPECT_EQ(h.c->fetch_state_memory(), warm) << path;
+    }
   }
 }
 

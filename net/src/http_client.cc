@@ -425,6 +425,11 @@ void http_client::finish(txn* t, fetch_error e, std::string detail) {
   t->active = false;
   --active_;
   if (t->done) t->done(t->ctx, t->id, r);
+  // The slot's three body buffers trade places (parser, wire, decoded): each is kept up to
+  // keep_buffer_bytes, so a slot holds at most three times that between fetches.
+  for (std::string* b : {&r.body, &t->wire_body, &t->parser.body()}) {
+    if (b->capacity() > opt_.keep_buffer_bytes) std::string().swap(*b);
+  }
   txn_free_.push_back(t->index);  // capacity reserved at the slab's growth: no allocation
 }
 
