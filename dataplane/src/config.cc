@@ -146,7 +146,7 @@ const std::vector<option>& options() {
                   "spell never waits (0: sync as soon as a write arrives)"),
       uint_option("server.memtable_mb", &config::server, &S::memtable_mb, 0, 65'536,
                   "memory for the store's write buffers (RocksDB memtables), all kinds "
-                  "together, in MiB: a fuller one is flushed to disk first (0: RocksDB's "
+                  "together, in MiB: beyond it one is flushed to disk (0: RocksDB's "
                   "defaults, 64 MiB per kind and two per kind while one flushes)"),
       uint_option("server.max_request_line", &config::server, &S::max_request_line, 64, u32,
                   "longest request line in bytes; longer gets 414"),

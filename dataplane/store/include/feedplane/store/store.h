@@ -62,11 +62,11 @@ struct store_options {
   // after a quiet spell is written at once. 0: never waits.
   uint32_t group_commit_us = 0;
   // The memtables' budget, every column family together (RocksDB's write buffer manager):
-  // the fullest is flushed once they reach it, and a family's own memtable is switched at
-  // half of it. Bounds the store's memory whatever the number of kinds written at once: by
-  // RocksDB's defaults each kind could hold two 64 MiB memtables (one flushing), and memory
-  // freed after a flush stays resident with the allocator's 2 MiB pages (bench/RESULTS.md,
-  // "crawler: memory per feed"). 0: RocksDB's defaults.
+  // once they reach it RocksDB flushes one (its choice: the oldest), and a family's own
+  // memtable is switched at half of it. Bounds the store's memory whatever the number of kinds
+  // written at once: by RocksDB's defaults each kind could hold two 64 MiB memtables (one
+  // flushing), and memory freed after a flush stays resident with the allocator's 2 MiB pages
+  // (bench/RESULTS.md, "crawler: memory per feed"). 0: RocksDB's defaults.
   uint64_t memtable_bytes = uint64_t{64} << 20;
   // A clean close flushes the memtables, so the next start replays no log. Tests that
   // simulate a power cut (fault_fs) turn it off: the process they model never closes, and a
