@@ -81,7 +81,7 @@ class Server:
         self.by_path = {}
         for name, key, role, n in build_hosts():
             self.hosts[name] = {"key": key, "role": role, "open": {}, "max_open": 0, "served": 0,
-                                "last_429": None}
+                                "last_429": None, "answered_429": []}
             for j in range(n):
                 f = Feed(len(self.feeds), name, f"/feed/{j}.xml")
                 self.feeds.append(f)
@@ -139,6 +139,7 @@ class Server:
             if role == "limited" and (h["last_429"] is None or h["served"] >= 30):
                 h["served"] = 0
                 h["last_429"] = self.now()
+                h["answered_429"].append([h["last_429"], phase, u.path])
                 key["retry_windows"].append(
                     [h["last_429"], h["last_429"] + self.args.retry_after])
                 return 429, [("Retry-After", str(self.args.retry_after))], b"slow down\n"

@@ -8,7 +8,8 @@
 #   - never more than per_domain_connections (the default, 2) requests in flight per key,
 #     nor connections open per host; never more starts than per_domain_rate allows in any
 #     10 s; slowish hosts make the connection cap bind, the others the rate cap;
-#   - 429 with Retry-After: nothing reaches the domain until Retry-After has passed;
+#   - 429 with Retry-After: nothing reaches the domain until Retry-After has passed, and the
+#     feed answered 429 is the first fetched when it has (it keeps its place in the queue);
 #   - Cache-Control max-age: those feeds are never fetched sooner, also across the restart,
 #     though all new at every fetch (RSS <ttl>, in minutes, is in crawler_serve.sh);
 #   - a 301 becomes the stored URL after exactly 3 observations;
@@ -93,7 +94,7 @@ check caps "$rate" 2 "$retry_after"
 # A new entry in 100 feeds (site16.test) while it runs.
 curl -s -X POST "$server/_publish?from=3840&n=100" >/dev/null
 check wait-acked first 90 3840 100
-check first
+check first "$base" "$FEEDPLANE_ADMIN_TOKEN" "$retry_after"
 check articles "$base" "$FEEDPLANE_ADMIN_TOKEN" first
 
 # Restart on 3 shards (sources move between shards) while 100 feeds (site25.test) change.

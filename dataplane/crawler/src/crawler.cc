@@ -384,6 +384,8 @@ class crawler final : public dataplane::component {
   void fail(source& s, std::string_view error_name, int64_t now, int64_t not_before_ms = 0);
   void release_domain(uint64_t sid);
   void pause_domain(uint32_t key, int64_t until_ms);
+  // Puts the source at the head of its domain's queue, due at at_ms (a Retry-After pause).
+  void requeue_first(source& s, int64_t at_ms);
   void wake_domain(uint32_t key, domain_state& d, int64_t at_ms);
   bool can_start(const domain_state& d, int64_t now) const;
   bool credits_allow(rt::write_ring& ring);
@@ -1155,10 +1157,16 @@ void crawler::fail(source& s, std::string_view error_name, int64_t now, int64_t 
   // bound a retry as they bound a success: an error never makes us fetch sooner.
   feed_hint_rule rule = feed_hint_rule::none;
   const int64_t at = error_retry_ms(c.hints.get(), c.consecutive_errors, now, bounds_, &rule);
-  if (not_before_ms > 0) {
+  if (not_before_ms > 0 && not_before_ms >= at) {
+    // The domain's pause, not this feed, holds it back: it keeps its place at the head of
+    // the domain's queue (it was due before everything queued behind it) and starts when
+    // the pause ends. At the back it waited the whole queue again after every 429, which
+    // on a domain that pauses often is longer than the feeds around it take to come round.
+    requeue_first(s, not_before_ms);
+  } else if (not_before_ms > 0) {
     // Named retry_after even when a hint placed it later: a restart restores the domain's
     // pause from the sources with that reason (on_streamed).
-    schedule(s, std::max(at, not_before_ms), reason::retry_after);
+    schedule(s, at, reason::retry_after);
   } else {
     schedule(s, at, rule == feed_hint_rule::none ? reason::error_backoff : hint_reason(rule));
   }
@@ -1174,6 +1182,19 @@ void crawler::release_domain(uint64_t sid) {
   // A connection is free: the queue's head may start (from the pump, not from inside the
   // client's callback).
   if (d.waiting_head < d.waiting.size()) wake_domain(key, d, wall_ms());
+}
+
+void crawler::requeue_first(source& s, int64_t at_ms) {
+  s.rec.next_fetch_ms = at_ms;
+  s.rec.next_reason = uint8_t(reason::retry_after);
+  const uint32_t key = uint32_t(s.id >> 32);
+  domain_state& d = domains_[key];
+  if (d.waiting_head > 0) {
+    d.waiting[--d.waiting_head] = {at_ms, s.id};
+  } else {
+    d.waiting.insert(d.waiting.begin(), {at_ms, s.id});  // once per 429: O(queue) is fine
+  }
+  wake_domain(key, d, std::max(at_ms, d.paused_until_ms));
 }
 
 void crawler::pause_domain(uint32_t key, int64_t until_ms) {
