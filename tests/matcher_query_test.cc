@@ -311,3 +311,121 @@ TEST(MatcherQuery, TreeRoundTrips) {
 }
 
 }  // namespace
+
+// The direct path for plain words gives exactly what the general parser gives (the tree, the
+// clauses, or the same error), also when one parsed_query is reused across queries of
+// different shapes, as the reflector's install reuses one. Hand-picked edges, then random
+// queries from fragments of every construct.
+TEST(MatcherQuery, PlainFastPathMatchesTheGeneralParser) {
+  fm::query_limits limits;
+  limits.max_words = 6;
+  limits.max_word_bytes = 12;
+  fm::query_parser fast(limits), general(limits);
+  general.set_plain_fast_path(false);
+  fm::parsed_query reused;
+  auto same = [&](const std::string& text) {
+    fm::parsed_query fresh;
+    const fm::query_error a = fast.parse(text, reused);
+    const fm::query_error b = general.parse(text, fresh);
+    ASSERT_EQ(a.code, b.code) << text;
+    ASSERT_EQ(a.column, b.column) << text;
+    ASSERT_EQ(a.message, b.message) << text;
+    if (a.ok()) {
+      ASSERT_EQ(fm::to_string(reused.tree), fm::to_string(fresh.tree)) << text;
+      ASSERT_TRUE(reused == fresh) << text;
+    }
+  };
+  const std::vector<std::string> edges = {"rust",
+                                          "rust tokio",
+                                          "Rust  RUST\trust",
+                                          "e-mail u.s. don't",
+                                          "& rust |",
+                                          "&",
+                                          "",
+                                          "   ",
+                                          "the of",
+                                          "the rust",
+                                          "rust the the",
+                                          "caf\xc3\xa9 \xc3\x9c"
+                                          "ber",
+                                          "a b c d e f",
+                                          "a b c d e f g",
+                                          "e-mail a b c d",
+                                          "abcdefghijklm x",
+                                          "abcdefghijkl x",
+                                          "xsource:a.org",
+                                          "xtitle:rust",
+                                          "title:rust",
+                                          "source:a.org rust",
+                                          "-rust go",
+                                          "rust -go",
+                                          "rust - go",
+                                          "rust-",
+                                          "OR rust",
+                                          "rust OR go",
+                                          "rust or go",
+                                          "AND",
+                                          "NOT rust",
+                                          "rust (go)",
+                                          "\"rust go\"",
+                                          "rust\"",
+                                          "rust)",
+                                          "\xff\xfe rust",
+                                          "rust\x0b\x0cgo",
+                                          "r\xc3"};
+  for (const auto& e : edges) same(e);
+  const uint64_t plain_edges = fast.plain_parses();
+  EXPECT_GE(plain_edges, 10u);  // the direct path is taken, not only the fallback
+
+  const std::vector<std::string> pieces = {"rust",
+                                           "Go",
+                                           "the",
+                                           "of",
+                                           "e-mail",
+                                           "u.s.",
+                                           "caf\xc3\xa9",
+                                           "\xce\xa3\xce\xbf\xcf\x86",
+                                           "&",
+                                           "-",
+                                           "--x",
+                                           "OR",
+                                           "AND",
+                                           "NOT",
+                                           "or",
+                                           "(",
+                                           ")",
+                                           "\"",
+                                           "title:",
+                                           "source:",
+                                           "source:a.org",
+                                           "source:0123456789abcdef",
+                                           "abcdefghijklmn",
+                                           "x.y",
+                                           "a_b",
+                                           "1999",
+                                           "\xff",
+                                           " ",
+                                           "  ",
+                                           "\t",
+                                           "\n",
+                                           "\xc2\xa0"};
+  uint64_t state = 12345;
+  auto next = [&state] {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<uint32_t>(state >> 33);
+  };
+  for (int i = 0; i < 40000; ++i) {
+    std::string text;
+    const uint32_t n = 1 + next() % 8;
+    for (uint32_t k = 0; k < n; ++k) {
+      // Mostly words and spaces, as real queries are, so the direct path is taken often.
+      const uint32_t pick = next() % 4 == 0 ? next() % uint32_t(pieces.size()) : next() % 8;
+      text += pieces[pick];
+      if (next() % 3 != 0) text += ' ';
+    }
+    same(text);
+    if (HasFatalFailure()) return;
+  }
+  EXPECT_GT(fast.plain_parses() - plain_edges, 10000u);
+  EXPECT_EQ(general.plain_parses(), 0u);
+}

@@ -34,6 +34,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "feedplane/matcher/errc.h"
@@ -67,17 +68,20 @@ struct query_node {
   kind type = kind::term;
   query_term term;                   // kind::term
   std::vector<query_node> children;  // all, any: the operands; negate: one child
+  bool operator==(const query_node&) const = default;
 };
 
 // A conjunction: every `must` term appears and no `must_not` term does.
 struct query_clause {
   std::vector<query_term> must;
   std::vector<query_term> must_not;
+  bool operator==(const query_clause&) const = default;
 };
 
 struct parsed_query {
   query_node tree;
   std::vector<query_clause> clauses;  // the query is the OR of these
+  bool operator==(const parsed_query&) const = default;
 };
 
 // The words too frequent to subscribe to on their own: by default the 29 most frequent
@@ -96,10 +100,22 @@ class query_parser {
   const query_limits& limits() const { return limits_; }
   bool is_frequent(std::string_view word) const;
 
+  // Queries of plain words (no operator, quote, parenthesis or scope) take a direct path
+  // with the same result. Off: every query takes the general parser (for the tests that
+  // compare the two, and the benchmark's peer).
+  void set_plain_fast_path(bool on) { plain_fast_path_ = on; }
+  // How many parses took it (tests and benchmarks check that it is taken).
+  uint64_t plain_parses() const { return plain_parses_; }
+
  private:
+  bool parse_plain(std::string_view text, parsed_query& out);
+
   query_limits limits_;
   std::vector<std::string> frequent_;  // sorted
   token_buffer scratch_;
+  std::vector<std::pair<uint32_t, uint32_t>> plain_terms_;  // parse_plain: word ranges
+  bool plain_fast_path_ = true;
+  uint64_t plain_parses_ = 0;
 };
 
 // Renders a parsed query back into the language (terms quoted where needed); for messages
