@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include "feedplane/store/store.h"
+
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -15,6 +17,13 @@ TEST(Config, DefaultsWhenEmpty) {
   EXPECT_EQ(c.server.listen, "127.0.0.1:8080");
   EXPECT_EQ(c.client.total_timeout_ms, 5000u);
   EXPECT_EQ(c.reflector.k, 10u);
+}
+
+// An option whose default is a lower layer's own keeps it (the configuration cannot include
+// the store's header: it is built below it).
+TEST(Config, StoreDefaultsAreTheStoresOwn) {
+  EXPECT_EQ(uint64_t{config{}.server.memtable_mb} << 20,
+            feedplane::store::store_options{}.memtable_bytes);
 }
 
 TEST(Config, ReadsValues) {

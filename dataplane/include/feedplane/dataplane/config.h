@@ -21,6 +21,7 @@ struct server_config {
   // one that arrives while the last sync is young waits for the rest (0: never waits).
   uint32_t group_commit_us = 2000;
   // The store's memtables, all column families together, in MiB (0: RocksDB's defaults).
+  // store_options::memtable_bytes's default (config_test checks they agree).
   uint32_t memtable_mb = 64;
   uint32_t max_request_line = 8 * 1024;
   uint32_t max_header_bytes = 32 * 1024;
