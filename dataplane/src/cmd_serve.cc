@@ -405,10 +405,11 @@ void articles_route(net::request_context& ctx, net::http_response& r) {
 // ---- the shard thread ----
 
 // Tells main the shard's start-up ended: 1 running, -1 failed (its `error` set first).
-// release: pairs with main's acquire load of state, so what was written before is visible.
 void publish_state(shard_thread& s, int v) {
+  // release: pairs with main's acquire load and wait on state; `error` and the registered
+  // loop, written before it, are visible to main once it reads v.
   s.state.store(v, std::memory_order_release);
-  s.state.notify_all();
+  s.state.notify_all();  // wakes main's wait below (the store above is what it reads)
 }
 
 void run_shard(shard_thread& s, const config& cfg, const net::router& routes, runtime::mesh& m,
@@ -701,11 +702,12 @@ int run_serve(const serve_flags& f) {
   bool failed = false;
   for (auto& s : shards) {
     int st;
-    // Acquire pairs with publish_state's release store: s->error, written before it, is
-    // visible here once the state is non-zero. Blocks (a futex), where a yield loop took
-    // CPU from the shards it waits for (~2% of a restart's samples on 2 vCPUs).
+    // Blocks (a futex), where a yield loop took CPU from the shards it waits for (~2% of a
+    // restart's samples on 2 vCPUs).
+    // acquire (load and wait): pairs with publish_state's release store; s->error, written
+    // before it, is visible here once the state is non-zero.
     while ((st = s->state.load(std::memory_order_acquire)) == 0)
-      s->state.wait(0, std::memory_order_acquire);
+      s->state.wait(0, std::memory_order_acquire);  // acquire: as the load above
     if (st < 0) {
       fmt::print(stderr, "feedplane: {}\n", s->error);
       failed = true;

@@ -165,8 +165,8 @@ def check_first(server, feedplane, token, retry_after):
              f"{most['path']} was asked {len(most['requests'])} times")
     # A feed answered 429 keeps its place: it is the first fetched when the pause ends, not
     # queued behind everything that fell due meanwhile. (Its next request may be another
-    # 429.) Only its first two errors in a row, whose back-off (2 s, 4 s) is shorter than
-    # the pause, and not the last pause, which may not have ended yet.
+    # 429.) Only a feed's first two 429s (at most two errors in a row, whose back-off, 2 s
+    # and 4 s, is shorter than the pause), and not the last pause, which may not have ended.
     host = next(n for n, h in s["hosts"].items() if h["role"] == "limited")
     late = []
     answered = [a for a in s["hosts"][host]["answered_429"] if a[1] == "first"]
