@@ -297,6 +297,7 @@ struct index::impl {
   }
 
   query_parser parser;
+  parsed_query parsed;  // add(id, text)'s parse when the plain-word path declines, reused
 
   // ---- vocabulary: open addressing over (hash tag << 32 | word id + 1); 0 is empty.
   std::vector<uint64_t> slots;
@@ -1037,7 +1038,7 @@ bool index::add_plain_text(uint32_t id, std::string_view query) {
 
 query_error index::add(uint32_t id, std::string_view query) {
   if (add_plain_text(id, query)) return {};
-  parsed_query q;
+  parsed_query& q = impl_->parsed;
   if (auto err = impl_->parser.parse(query, q); !err.ok()) return err;
   add(id, q);
   return {};

@@ -371,10 +371,10 @@ std::string spec_error_json(const spec_error& e) {
 
 // A new subscription on its way to the shard of its partition.
 struct new_sub {
+  // The query was validated by the receiving shard; the owner indexes it from its text
+  // (index::add's plain-word path), so no parse tree is allocated here, moved between
+  // shards, and freed on another thread's heap.
   std::string id, account, query, title;
-  // The query as the receiving shard parsed it to validate it (bulk): the owner installs it
-  // without a second parse. Empty clauses: parse at install.
-  matcher::parsed_query parsed;
   uint32_t k = 10;
   bool account_new = false;  // bulk: write the account's record with this subscription
   bool backfill = true;      // start with the matches among recent articles
@@ -507,9 +507,7 @@ class reflector final : public dataplane::component {
   // ---- subscriptions on their owner ----
   // Installs s (index, slot, maps). slot == UINT32_MAX allocates one. Null when the query
   // or the slot is refused (err says why).
-  // parsed: the subscription's query already parsed by an equal parser (or null).
-  subscription* install(std::unique_ptr<subscription> s, uint32_t slot, std::string* err,
-                        const matcher::parsed_query* parsed = nullptr);
+  subscription* install(std::unique_ptr<subscription> s, uint32_t slot, std::string* err);
   void uninstall(const std::string& sid);
   subscription* find(std::string_view sid) {
     auto it = by_id_.find(sid);
@@ -608,7 +606,8 @@ class reflector final : public dataplane::component {
   // a second copy of the id: 1M subscriptions load and look up without a cache miss per
   // node hop.
   absl::flat_hash_map<std::string_view, uint32_t> by_id_;
-  matcher::parsed_query install_pq_;                                    // install's parse, reused
+  matcher::parsed_query install_pq_;  // install's parse (start-up with a replay), reused
+  matcher::parsed_query check_pq_;    // bulk's validating parse, reused
   absl::flat_hash_map<std::string, std::vector<uint32_t>> by_account_;  // flat: 10M loads at start
   std::vector<partition_slots> partitions_;
   std::unordered_map<std::string, account> accounts_;
@@ -1347,28 +1346,15 @@ void reflector::rotate_secret(net::request_context& ctx, net::http_response& r) 
 
 // ---- subscriptions: install and records ----
 
-subscription* reflector::install(std::unique_ptr<subscription> s, uint32_t slot, std::string* err,
-                                 const matcher::parsed_query* parsed) {
+subscription* reflector::install(std::unique_ptr<subscription> s, uint32_t slot, std::string* err) {
   // One probe of the id map (a cache miss at millions), claimed now and released on refusal.
   auto [at, fresh] = by_id_.try_emplace(s->id, UINT32_MAX);
   if (!fresh) {
     *err = "a subscription with this id exists";
     return nullptr;
   }
-  // The parse's vectors are reused from one install to the next (start-up installs millions).
-  if (parsed == nullptr || parsed->clauses.empty()) {
-    if (auto e = parser_.parse(s->query, install_pq_); !e.ok()) {
-      by_id_.erase(at);
-      *err = e.message;
-      return nullptr;
-    }
-    parsed = &install_pq_;
-  }
-  const matcher::parsed_query& pq = *parsed;
   partition_slots& ps = partitions_[s->partition];
-  if (slot == UINT32_MAX) {
-    slot = ps.allocate();
-  } else if (ps.get(slot) != 0) {
+  if (slot != UINT32_MAX && ps.get(slot) != 0) {
     by_id_.erase(at);
     *err = fmt::format("slot {} of partition {} is taken", slot, s->partition);
     return nullptr;
@@ -1381,8 +1367,20 @@ subscription* reflector::install(std::unique_ptr<subscription> s, uint32_t slot,
     idx = uint32_t(subs_.size());
     subs_.emplace_back();
   }
+  // A start-up that replays the log also files the query in the replay's index, from one
+  // parse reused from install to install. Otherwise the index takes the text: a plain-word
+  // query (nearly every one) is filed without building a parse tree.
+  const bool replaying = replay_hi_ != 0;
+  if (auto e = replaying ? parser_.parse(s->query, install_pq_) : index_.add(idx, s->query);
+      !e.ok()) {
+    free_ids_.push_back(idx);  // an empty entry of subs_, reused by the next install
+    by_id_.erase(at);
+    *err = e.message;
+    return nullptr;
+  }
+  if (replaying) index_.add(idx, install_pq_);
+  if (slot == UINT32_MAX) slot = ps.allocate();
   s->slot = slot;
-  index_.add(idx, pq);
   ps.set(slot, idx + 1);
   at->second = idx;
   by_account_[s->account].push_back(idx);
@@ -1405,7 +1403,7 @@ subscription* reflector::install(std::unique_ptr<subscription> s, uint32_t slot,
       restore_.erase(it);
     }
     if (!covered && in->from_seq < replay_hi_) {
-      replay_index_->add(uint32_t(replay_ids_.size()), pq);
+      replay_index_->add(uint32_t(replay_ids_.size()), install_pq_);
       replay_ids_.push_back(idx);
     }
   }
@@ -2738,9 +2736,15 @@ void reflector::create_here(const call_ptr& c, std::vector<new_sub> subs, bool b
   w->ops.reserve(subs.size() + size_t(std::count_if(subs.begin(), subs.end(), [](const new_sub& n) {
                    return n.account_new;
                  })));
-  std::vector<std::string> made;                            // ids installed, pending the ack
-  std::vector<size_t> where;                                // their positions in subs
-  std::vector<std::pair<std::string, uint64_t>> backfills;  // id, last sequence before it
+  // What the group installed, pending the ack: shared by the write's callback, the
+  // backfill's and the failure path, never copied (a bulk group holds thousands).
+  struct installed {
+    std::vector<std::string> ids;                             // ids installed
+    std::vector<size_t> where;                                // their positions in subs
+    std::vector<std::pair<std::string, uint64_t>> backfills;  // id, last sequence before it
+  };
+  auto group = std::make_shared<installed>();
+  auto& [made, where, backfills] = *group;
   const int64_t now = wall_now();
   for (size_t i = 0; i < subs.size(); ++i) {
     new_sub& n = subs[i];
@@ -2762,7 +2766,7 @@ void reflector::create_here(const call_ptr& c, std::vector<new_sub> subs, bool b
       continue;
     }
     std::string err;
-    subscription* in = install(std::move(s), UINT32_MAX, &err, &n.parsed);
+    subscription* in = install(std::move(s), UINT32_MAX, &err);
     if (in == nullptr) {
       c->lines[i] = error_json("invalid_query", err);
       continue;
@@ -2783,25 +2787,25 @@ void reflector::create_here(const call_ptr& c, std::vector<new_sub> subs, bool b
     if (!bulk) c->body = c->lines.empty() ? error_json("internal", "nothing") : c->lines[0];
     return;
   }
-  w->fn = [c, made, where, bulk, backfills](rt::shard& s, fn_write& done) {
+  w->fn = [c, bulk, g = group](rt::shard& s, fn_write& done) {
     reflector& self = of(s);
     if (done.status != 0) {
       const std::string msg(store::store_errc_message(store::store_errc(done.status)));
-      for (size_t j = 0; j < made.size(); ++j) {
-        self.uninstall(made[j]);
-        c->lines[where[j]] = error_json("store_failed", msg);
+      for (size_t j = 0; j < g->ids.size(); ++j) {
+        self.uninstall(g->ids[j]);
+        c->lines[g->where[j]] = error_json("store_failed", msg);
       }
       set_call_error(*c, 503, "store_failed", msg);
       self.reply_later(c);
       return;
     }
-    for (size_t j = 0; j < made.size(); ++j) {
-      subscription* sub = self.find(made[j]);
+    for (size_t j = 0; j < g->ids.size(); ++j) {
+      subscription* sub = self.find(g->ids[j]);
       if (sub == nullptr) continue;
       sub->live = true;
       self.m_.created->add();
       if (bulk) {
-        c->lines[where[j]] =
+        c->lines[g->where[j]] =
             fmt::format(FMT_COMPILE("\"id\": \"{}\", \"feed\": \"/f/{}\""), sub->id, sub->token());
       } else {
         c->status = 201;
@@ -2809,13 +2813,13 @@ void reflector::create_here(const call_ptr& c, std::vector<new_sub> subs, bool b
       }
     }
     if (bulk) c->status = 200;
-    if (backfills.empty()) {
+    if (g->backfills.empty()) {
       self.reply_later(c);
       return;
     }
-    self.backfill(backfills, [c, bulk, made](reflector& me) {
+    self.backfill(g->backfills, [c, bulk, g](reflector& me) {
       if (!bulk) {  // the answer shows the entries the backfill found
-        if (subscription* sub = me.find(made[0])) c->body = me.json_of(*sub) + "\n";
+        if (subscription* sub = me.find(g->ids[0])) c->body = me.json_of(*sub) + "\n";
       }
       me.reply_later(c);
     });
@@ -3137,8 +3141,8 @@ void reflector::bulk(net::request_context& ctx, net::http_response& r) {
       st->results[at] = spec_error_json(err);
       continue;
     }
-    matcher::parsed_query pq;
-    if (auto e = parser_.parse(*spec.query, pq); !e.ok()) {
+    // Validated here, into a reused parse (no allocation); the owner indexes the text.
+    if (auto e = parser_.parse(*spec.query, check_pq_); !e.ok()) {
       err.code = "invalid_query";
       err.message = e.message;
       err.reason = matcher::errc_name(e.code);
@@ -3150,7 +3154,6 @@ void reflector::bulk(net::request_context& ctx, net::http_response& r) {
     s.id = new_id('s');
     s.account = *spec.account;
     s.query = *spec.query;
-    s.parsed = std::move(pq);
     s.title = spec.title.value_or("");
     s.k = spec.k.value_or(default_k);
     s.backfill = spec.backfill.value_or(true);
