@@ -192,6 +192,25 @@ TEST(MatcherQuery, LimitsAreConfigurable) {
   EXPECT_TRUE(p.parse("the", q).ok());  // no frequent words configured
 }
 
+// is_frequent's bit tests (length, first byte) turn words away before the search: each
+// word of a configured list, of any length or first byte, is still found, and a word that
+// shares a listed word's length and first byte but is not listed is not.
+TEST(MatcherQuery, FrequentWordsAreFoundWhateverTheirShape) {
+  const std::string long_word(70, 'q');
+  const std::vector<std::string> list = {"the", "a", "\xc3\xa9t\xc3\xa9", long_word,
+                                         std::string(63, 'z'), "zz"};
+  fm::query_parser p(fm::query_limits{}, list);
+  for (const std::string& w : list) EXPECT_TRUE(p.is_frequent(w)) << w.size();
+  for (std::string_view w : {"tha", "b", "q", "zy", "thee", "", "\xc3\xa9t\xc3\xa8"}) {
+    EXPECT_FALSE(p.is_frequent(w)) << w;
+  }
+  EXPECT_FALSE(p.is_frequent(std::string(70, 'r')));
+  EXPECT_FALSE(p.is_frequent(std::string(63, 'y')));
+  fm::query_parser defaults;
+  for (const std::string& w : fm::default_frequent_words()) EXPECT_TRUE(defaults.is_frequent(w));
+  EXPECT_FALSE(defaults.is_frequent("rust"));
+}
+
 // `source:HOST` and `source:ID` (source.h): one token each, in a namespace no word reaches.
 TEST(MatcherQuery, SourceTerms) {
   EXPECT_EQ(clauses("source:developer.apple.com ios -ipados"),

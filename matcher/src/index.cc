@@ -1018,7 +1018,7 @@ bool index::add_plain_text(uint32_t id, std::string_view query) {
     if (std::find(ws, ws + n, w) != ws + n) continue;
     if (n == k_max_plain_words) return false;
     ws[n++] = w;
-    all_frequent &= m.parser.is_frequent(w);
+    if (all_frequent) all_frequent = m.parser.is_frequent(w);
   }
   if (all_frequent || n == 0) return false;
   // Repeated words count toward the limit as the parser counts them.

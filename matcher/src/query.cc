@@ -557,9 +557,20 @@ bool same_clause(const query_clause& a, const query_clause& b) {
 query_parser::query_parser(query_limits limits, const std::vector<std::string>& frequent)
     : limits_(limits), frequent_(frequent) {
   std::sort(frequent_.begin(), frequent_.end());
+  for (const std::string& w : frequent_) {
+    frequent_lengths_ |= w.size() < 64 ? uint64_t{1} << w.size() : 0;
+    if (!w.empty()) frequent_firsts_[uint8_t(w[0]) >> 6] |= uint64_t{1} << (uint8_t(w[0]) & 63);
+  }
 }
 
 bool query_parser::is_frequent(std::string_view word) const {
+  // Why it is fast: two bit tests turn away most words (longer, or another first letter)
+  // before the binary search's string compares; called for every word of every query.
+  if (!word.empty() && word.size() < 64 &&
+      ((frequent_lengths_ >> word.size() & 1) == 0 ||
+       (frequent_firsts_[uint8_t(word[0]) >> 6] >> (uint8_t(word[0]) & 63) & 1) == 0)) {
+    return false;
+  }
   auto it = std::lower_bound(frequent_.begin(), frequent_.end(), word,
                              [](const std::string& a, std::string_view b) { return a < b; });
   return it != frequent_.end() && *it == word;

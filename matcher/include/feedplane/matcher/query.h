@@ -112,6 +112,10 @@ class query_parser {
 
   query_limits limits_;
   std::vector<std::string> frequent_;  // sorted
+  // Byte lengths (< 64) and first bytes of the frequent words: most words are neither, and
+  // is_frequent answers them without a search.
+  uint64_t frequent_lengths_ = 0;
+  uint64_t frequent_firsts_[4] = {};
   token_buffer scratch_;
   std::vector<std::pair<uint32_t, uint32_t>> plain_terms_;  // parse_plain: word ranges
   bool plain_fast_path_ = true;
