@@ -507,7 +507,9 @@ class reflector final : public dataplane::component {
   // ---- subscriptions on their owner ----
   // Installs s (index, slot, maps). slot == UINT32_MAX allocates one. Null when the query
   // or the slot is refused (err says why).
-  subscription* install(std::unique_ptr<subscription> s, uint32_t slot, std::string* err);
+  // index_id: where it is filed (subs_), for a caller that finds it again without the id map.
+  subscription* install(std::unique_ptr<subscription> s, uint32_t slot, std::string* err,
+                        uint32_t* index_id = nullptr);
   void uninstall(const std::string& sid);
   subscription* find(std::string_view sid) {
     auto it = by_id_.find(sid);
@@ -1351,7 +1353,8 @@ void reflector::rotate_secret(net::request_context& ctx, net::http_response& r) 
 
 // ---- subscriptions: install and records ----
 
-subscription* reflector::install(std::unique_ptr<subscription> s, uint32_t slot, std::string* err) {
+subscription* reflector::install(std::unique_ptr<subscription> s, uint32_t slot, std::string* err,
+                                 uint32_t* index_id) {
   // One probe of the id map (a cache miss at millions), claimed now and released on refusal.
   auto [at, fresh] = by_id_.try_emplace(s->id, UINT32_MAX);
   if (!fresh) {
@@ -1385,8 +1388,7 @@ subscription* reflector::install(std::unique_ptr<subscription> s, uint32_t slot,
     covered = snap != restore_.end() && applied_[s->partition] >= replay_hi_;
   }
   const bool replay = replay_hi_ != 0 && !covered && s->from_seq < replay_hi_;
-  if (auto e = replay ? parser_.parse(s->query, install_pq_) : index_.add(idx, s->query);
-      !e.ok()) {
+  if (auto e = replay ? parser_.parse(s->query, install_pq_) : index_.add(idx, s->query); !e.ok()) {
     free_ids_.push_back(idx);  // an empty entry of subs_, reused by the next install
     by_id_.erase(at);
     *err = e.message;
@@ -1401,6 +1403,7 @@ subscription* reflector::install(std::unique_ptr<subscription> s, uint32_t slot,
   s->version = next_version();
   subs_[idx] = std::move(s);
   subscription* in = subs_[idx].get();
+  if (index_id != nullptr) *index_id = idx;
   dirty_[in->partition] = 1;
   if (snap != restore_.end()) {
     const uint64_t* seqs = restore_seqs_.data() + snap->second.first;
@@ -2747,11 +2750,12 @@ void reflector::create_here(const call_ptr& c, std::vector<new_sub> subs, bool b
   // backfill's and the failure path, never copied (a bulk group holds thousands).
   struct installed {
     std::vector<std::string> ids;                             // ids installed
+    std::vector<uint32_t> index_ids;                          // and where they are filed
     std::vector<size_t> where;                                // their positions in subs
     std::vector<std::pair<std::string, uint64_t>> backfills;  // id, last sequence before it
   };
   auto group = std::make_shared<installed>();
-  auto& [made, where, backfills] = *group;
+  auto& [made, made_at, where, backfills] = *group;
   const int64_t now = wall_now();
   for (size_t i = 0; i < subs.size(); ++i) {
     new_sub& n = subs[i];
@@ -2773,7 +2777,8 @@ void reflector::create_here(const call_ptr& c, std::vector<new_sub> subs, bool b
       continue;
     }
     std::string err;
-    subscription* in = install(std::move(s), UINT32_MAX, &err);
+    uint32_t at = 0;
+    subscription* in = install(std::move(s), UINT32_MAX, &err, &at);
     if (in == nullptr) {
       c->lines[i] = error_json("invalid_query", err);
       continue;
@@ -2786,6 +2791,7 @@ void reflector::create_here(const call_ptr& c, std::vector<new_sub> subs, bool b
     }
     w->ops.push_back({rt::kind::subscriptions, false, in->id, record_of(*in)});
     made.push_back(in->id);
+    made_at.push_back(at);
     where.push_back(i);
     if (in->from_seq < last_seq_) backfills.emplace_back(in->id, last_seq_);
   }
@@ -2807,8 +2813,10 @@ void reflector::create_here(const call_ptr& c, std::vector<new_sub> subs, bool b
       return;
     }
     for (size_t j = 0; j < g->ids.size(); ++j) {
-      subscription* sub = self.find(g->ids[j]);
-      if (sub == nullptr) continue;
+      // Found where install filed it (no id-map probe, a cache miss at millions), if it is
+      // still that subscription: a DELETE may have come first.
+      subscription* sub = self.subs_[g->index_ids[j]].get();
+      if (sub == nullptr || sub->id != g->ids[j]) continue;
       sub->live = true;
       self.m_.created->add();
       if (bulk) {
