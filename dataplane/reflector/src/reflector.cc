@@ -3165,11 +3165,11 @@ void reflector::bulk(net::request_context& ctx, net::http_response& r) {
       st->results[at] = spec_error_json(err);
       continue;
     }
-    new_sub s;
+    new_sub s;  // the line's strings move in: spec is the line's own
     s.id = new_id('s');
-    s.account = *spec.account;
-    s.query = *spec.query;
-    s.title = spec.title.value_or("");
+    s.account = std::move(*spec.account);
+    s.query = std::move(*spec.query);
+    if (spec.title) s.title = std::move(*spec.title);
     s.k = spec.k.value_or(default_k);
     s.backfill = spec.backfill.value_or(true);
     const uint32_t owner = shard_of(s.id);
