@@ -1404,7 +1404,10 @@ subscription* reflector::install(std::unique_ptr<subscription> s, uint32_t slot,
   subs_[idx] = std::move(s);
   subscription* in = subs_[idx].get();
   if (index_id != nullptr) *index_id = idx;
-  dirty_[in->partition] = 1;
+  // A list its partition's snapshot holds, and holds up to date, leaves the file as it is:
+  // a restart does not rewrite every snapshot (at the next round and again at the stop).
+  // The replay marks the partition when it adds to a list.
+  if (snap == restore_.end() || !covered) dirty_[in->partition] = 1;
   if (snap != restore_.end()) {
     const uint64_t* seqs = restore_seqs_.data() + snap->second.first;
     for (uint32_t i = 0; i < snap->second.n; ++i) in->list.insert(seqs[i], 0, in->k);
