@@ -197,8 +197,8 @@ TEST(MatcherQuery, LimitsAreConfigurable) {
 // shares a listed word's length and first byte but is not listed is not.
 TEST(MatcherQuery, FrequentWordsAreFoundWhateverTheirShape) {
   const std::string long_word(70, 'q');
-  const std::vector<std::string> list = {"the", "a", "\xc3\xa9t\xc3\xa9", long_word,
-                                         std::string(63, 'z'), "zz"};
+  const std::vector<std::string> list = {
+      "the", "a", "\xc3\xa9t\xc3\xa9", long_word, std::string(63, 'z'), "zz"};
   fm::query_parser p(fm::query_limits{}, list);
   for (const std::string& w : list) EXPECT_TRUE(p.is_frequent(w)) << w.size();
   for (std::string_view w : {"tha", "b", "q", "zy", "thee", "", "\xc3\xa9t\xc3\xa8"}) {
