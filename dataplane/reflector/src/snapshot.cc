@@ -33,10 +33,6 @@ bool get(std::string_view& in, T* v) {
 
 }  // namespace
 
-uint64_t snapshot_id_hash(std::string_view subscription_id) {
-  return XXH3_64bits(subscription_id.data(), subscription_id.size());
-}
-
 void begin_partition_snapshot(uint32_t partition, uint64_t applied, std::string& out) {
   out.clear();
   out.append(magic, 4);
