@@ -62,6 +62,44 @@ TEST(reflector_snapshot, reads_back_what_was_written) {
   EXPECT_EQ(rf::snapshot_path("/d", 7), "/d/p-0007.lists");
 }
 
+// The start-up's table of restored lists: every list added is found once with its own
+// sequences (hashes chosen to collide on their home slots, and ones that differ only in the
+// low bit, which the table sets), a taken list is not found again while the lists after it
+// in its probe chain still are, the first of two lists under one hash wins, and an id never
+// added is not found.
+TEST(reflector_snapshot, restored_lists_find_each_list_once) {
+  rf::restored_lists t;
+  EXPECT_EQ(t.find(42), nullptr);  // empty, not built
+  std::vector<uint64_t> hashes;
+  for (uint64_t i = 0; i < 1000; ++i) hashes.push_back(i << 20);  // one home slot at <= 1M slots
+  for (uint64_t i = 0; i < 1000; ++i) hashes.push_back(0x9e3779b97f4a7c15ULL * (i + 1));
+  hashes.push_back(0x1000);  // 0x1000 | 1 == 0x1001 | 1: the table keys both as one
+  for (size_t i = 0; i < hashes.size(); ++i) {
+    std::vector<uint64_t> seqs(i % 11);
+    for (size_t j = 0; j < seqs.size(); ++j) seqs[j] = i * 100 + j + 1;
+    t.add(hashes[i], i, seqs.data(), seqs.size());
+  }
+  const uint64_t dup = 7;
+  t.add(hashes[3], dup, &dup, 1);  // a second list under a hash already added
+  t.build();
+  EXPECT_EQ(t.size(), hashes.size());
+  for (size_t i = 0; i < hashes.size(); ++i) {
+    t.prefetch(hashes[i]);
+    rf::restored_lists::entry* e = t.find(hashes[i]);
+    ASSERT_NE(e, nullptr) << i;
+    EXPECT_EQ(e->identity, i);
+    ASSERT_EQ(e->n, i % 11);
+    for (uint32_t j = 0; j < e->n; ++j) EXPECT_EQ(t.seqs(*e)[j], i * 100 + j + 1);
+  }
+  EXPECT_EQ(t.find(0x1001)->identity, hashes.size() - 1);
+  EXPECT_EQ(t.find(uint64_t{12345} << 20), nullptr);
+  // Take every other list of the colliding chain: the rest are still found.
+  for (size_t i = 0; i < 1000; i += 2) t.take(*t.find(hashes[i]));
+  for (size_t i = 0; i < 1000; ++i) EXPECT_EQ(t.find(hashes[i]) == nullptr, i % 2 == 0) << i;
+  t.clear();
+  EXPECT_EQ(t.find(hashes[1]), nullptr);
+}
+
 TEST(reflector_snapshot, refuses_every_damaged_file) {
   const std::string good = encode(3, 100, sample());
   rf::partition_snapshot got;

@@ -572,8 +572,7 @@ class reflector final : public dataplane::component {
     caught_up_ = true;
     // The replay of what the snapshots held is over: free its state, start writing ours.
     replay_hi_ = 0;
-    restore_ = {};
-    restore_seqs_ = {};
+    restore_.clear();
     replay_index_.reset();
     replay_ids_ = {};
     if (snap_interval_ms_ != 0) s_.rt->loop().arm(snap_timer_, snap_interval_ms_);
@@ -705,15 +704,9 @@ class reflector final : public dataplane::component {
   // the replay of what the snapshots already hold matches only those.
   std::vector<uint64_t> applied_;
   uint64_t replay_hi_ = 0;
-  // A restored list: its identity and its sequences in restore_seqs_ (one array for all,
-  // not a vector each: half a million lists per shard at 1M subscriptions).
-  struct restored_list {
-    uint64_t identity = 0;
-    uint32_t first = 0;  // in restore_seqs_
-    uint32_t n = 0;
-  };
-  absl::flat_hash_map<uint64_t, restored_list> restore_;
-  std::vector<uint64_t> restore_seqs_;
+  // The restored lists (snapshot.h): their sequences in one array for all, not a vector
+  // each (half a million lists per shard at 1M subscriptions).
+  restored_lists restore_;
   std::unique_ptr<matcher::index> replay_index_;
   std::vector<uint32_t> replay_ids_;
 
@@ -1380,12 +1373,12 @@ subscription* reflector::install(std::unique_ptr<subscription> s, uint32_t slot,
   // cover it. Only then is the query parsed (once, into a reused parse) for both indexes;
   // otherwise the index takes the text: a plain-word query (nearly every one) is filed
   // without building a parse tree.
-  auto snap = restore_.end();
+  restored_lists::entry* snap = nullptr;
   bool covered = false;
   if (replay_hi_ != 0) {
     snap = restore_.find(snapshot_id_hash(s->id));
-    if (snap != restore_.end() && snap->second.identity != list_identity(*s)) snap = restore_.end();
-    covered = snap != restore_.end() && applied_[s->partition] >= replay_hi_;
+    if (snap != nullptr && snap->identity != list_identity(*s)) snap = nullptr;
+    covered = snap != nullptr && applied_[s->partition] >= replay_hi_;
   }
   const bool replay = replay_hi_ != 0 && !covered && s->from_seq < replay_hi_;
   if (auto e = replay ? parser_.parse(s->query, install_pq_) : index_.add(idx, s->query); !e.ok()) {
@@ -1407,14 +1400,14 @@ subscription* reflector::install(std::unique_ptr<subscription> s, uint32_t slot,
   // A list its partition's snapshot holds, and holds up to date, leaves the file as it is:
   // a restart does not rewrite every snapshot (at the next round and again at the stop).
   // The replay marks the partition when it adds to a list.
-  if (snap == restore_.end() || !covered) dirty_[in->partition] = 1;
-  if (snap != restore_.end()) {
-    const uint64_t* seqs = restore_seqs_.data() + snap->second.first;
-    for (uint32_t i = 0; i < snap->second.n; ++i) in->list.insert(seqs[i], 0, in->k);
+  if (snap == nullptr || !covered) dirty_[in->partition] = 1;
+  if (snap != nullptr) {
+    const uint64_t* seqs = restore_.seqs(*snap);
+    for (uint32_t i = 0; i < snap->n; ++i) in->list.insert(seqs[i], 0, in->k);
     list_entries_ += in->list.size();
     in->restored = true;
     m_.restored_lists->add();
-    restore_.erase(snap);
+    restore_.take(*snap);
   }
   if (replay) {
     replay_index_->add(uint32_t(replay_ids_.size()), install_pq_);
@@ -1630,14 +1623,12 @@ void reflector::load_snapshots() {
     }
     applied_[p] = ps.applied;
     replay_hi_ = std::max(replay_hi_, ps.applied);
-    for (const list_snapshot_entry& e : ps.lists) {
-      restore_.try_emplace(e.id_hash, restored_list{e.identity, uint32_t(restore_seqs_.size()),
-                                                    uint32_t(e.seqs.size())});
-      restore_seqs_.insert(restore_seqs_.end(), e.seqs.begin(), e.seqs.end());
-    }
+    for (const list_snapshot_entry& e : ps.lists)
+      restore_.add(e.id_hash, e.identity, e.seqs.data(), e.seqs.size());
     ++files;
     lists += ps.lists.size();
   }
+  restore_.build();
   // The snapshots count this shard's subscriptions: size the id maps once instead of
   // rehashing them ~20 times while millions stream in.
   by_id_.reserve(lists);

@@ -33,6 +33,27 @@ bool get(std::string_view& in, T* v) {
 
 }  // namespace
 
+void restored_lists::add(uint64_t id_hash, uint64_t identity, const uint64_t* seqs, size_t n) {
+  pending_.push_back(entry{id_hash | 1, identity, uint32_t(seqs_.size()), uint32_t(n)});
+  seqs_.insert(seqs_.end(), seqs, seqs + n);
+}
+
+void restored_lists::build() {
+  size_t cap = 16;
+  while (cap < pending_.size() * 2) cap *= 2;
+  slots_.assign(cap, entry{});
+  mask_ = cap - 1;
+  count_ = 0;
+  for (const entry& p : pending_) {
+    size_t i = p.key & mask_;
+    while (slots_[i].key != 0 && slots_[i].key != p.key) i = (i + 1) & mask_;
+    if (slots_[i].key == p.key) continue;  // the first list under a hash stays (as before)
+    slots_[i] = p;
+    ++count_;
+  }
+  pending_ = {};
+}
+
 void begin_partition_snapshot(uint32_t partition, uint64_t applied, std::string& out) {
   out.clear();
   out.append(magic, 4);
