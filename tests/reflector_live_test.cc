@@ -76,6 +76,7 @@ class live_server {
       : n_(n), mesh_(n, mo) {
     cfg_.api.admin_token = "live-admin";
     cfg_.reflector.memory_limit_mb = memory_limit_mb;
+    cfg_.server.data_dir = dir_.path;  // the list snapshots go beside the store, not in the cwd
     const dp::component_def& def = feedplane::reflector::component();
     st::store_options so;
     so.dir = dir_.path;
