@@ -207,22 +207,13 @@ bool shard::turn() {
           }
           case store_event::records:
             if (listener_ != nullptr) {
-              // Pipelined: the record `ahead` places on is hinted while this one is
-              // applied. Hinting a whole block (~60 records) first let the hints go cold:
-              // applying one takes microseconds at millions (its page faults clear 2 MiB
-              // pages), so a block's later hints were evicted before their record came.
-              constexpr int ahead = 4;
-              record_cursor lead(e.block), apply(e.block);
-              kind k;
-              std::string_view key, v;
-              for (int i = 0; i < ahead && lead.next(k, key, v); ++i)
+              // A block at a time: hint every record first, then apply them.
+              for_each_record(e.block, [&](kind k, std::string_view key, std::string_view v) {
                 listener_->prefetch_record(k, key, v);
-              while (apply.next(k, key, v)) {
-                kind hk;
-                std::string_view hkey, hv;
-                if (lead.next(hk, hkey, hv)) listener_->prefetch_record(hk, hkey, hv);
+              });
+              for_each_record(e.block, [&](kind k, std::string_view key, std::string_view v) {
                 listener_->on_record(*this, k, key, v);
-              }
+              });
             }
             break;
           case store_event::streamed:

@@ -116,36 +116,19 @@ inline void append_record(std::string& block, kind k, std::string_view key,
   block.append(value);
 }
 
-// Reads the records of a block made by append_record, one at a time.
-class record_cursor {
- public:
-  explicit record_cursor(std::string_view block) : block_(block) {}
-  // The next record; false at the end.
-  bool next(kind& k, std::string_view& key, std::string_view& value) {
-    if (block_.size() - p_ < 9) return false;
-    uint32_t ks, vs;
-    std::memcpy(&ks, block_.data() + p_ + 1, 4);
-    std::memcpy(&vs, block_.data() + p_ + 5, 4);
-    k = kind(uint8_t(block_[p_]));
-    p_ += 9;
-    key = block_.substr(p_, ks);
-    value = block_.substr(p_ + ks, vs);
-    p_ += size_t(ks) + vs;
-    return true;
-  }
-
- private:
-  std::string_view block_;
-  size_t p_ = 0;
-};
-
 // Calls f(kind, key, value) for each record of a block made by append_record.
 template <class F>
 void for_each_record(std::string_view block, F&& f) {
-  record_cursor c(block);
-  kind k;
-  std::string_view key, value;
-  while (c.next(k, key, value)) f(k, key, value);
+  size_t p = 0;
+  while (block.size() - p >= 9) {
+    uint32_t ks, vs;
+    std::memcpy(&ks, block.data() + p + 1, 4);
+    std::memcpy(&vs, block.data() + p + 5, 4);
+    const kind k = kind(uint8_t(block[p]));
+    p += 9;
+    f(k, block.substr(p, ks), block.substr(p + ks, vs));
+    p += size_t(ks) + vs;
+  }
 }
 
 using control_ring = spsc_ring<task_ptr>;

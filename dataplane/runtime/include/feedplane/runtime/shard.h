@@ -125,8 +125,8 @@ class shard_listener {
   // A start-up record this shard owns.
   virtual void on_record(shard& s, kind k, std::string_view key, std::string_view value) = 0;
   // A hint that on_record(k, key, ...) comes soon: start loading what it will touch. The
-  // shard calls it a few records ahead of applying each, so that the cache misses of the
-  // records in between (at millions, each record's map slots are one) overlap.
+  // shard calls it for a block's records before applying them, so that the cache misses
+  // of many records (at millions, each record's map slots are one) overlap.
   virtual void prefetch_record(kind /*k*/, std::string_view /*key*/, std::string_view /*value*/) {}
   // Start-up streaming is over.
   virtual void on_streamed(shard& s) = 0;
