@@ -1,6 +1,7 @@
 #include "feedplane/store/store.h"
 
 #include "feedplane/base/errc.h"
+#include "feedplane/store/memtable.h"
 
 #include <rocksdb/db.h>
 #include <rocksdb/env.h>
@@ -200,10 +201,10 @@ rocksdb::Status store::impl::open_db(std::string* error) {
     const rt::kind kk = rt::kind(k);
     if (kk == rt::kind::subscriptions || kk == rt::kind::accounts) {
       // Written in bulk and read only by the start-up scan: a vector memtable appends each
-      // write (sorted once, at flush; new ids are time-ordered, so nearly sorted already)
-      // where the skip list searched for its place, most of the store thread's time in a
-      // bulk creation.
-      cfo.memtable_factory = std::make_shared<rocksdb::VectorRepFactory>();
+      // write (sorted once, at flush) where the skip list searched for its place, most of
+      // the store thread's time in a bulk creation; and it sorts on key prefixes copied
+      // inline, not through pointers into the arena (memtable.h).
+      cfo.memtable_factory = make_prefix_vector_memtable();
     }
     descs.emplace_back(rt::kind_name(kk), cfo);
   }
