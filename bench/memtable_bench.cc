@@ -1,0 +1,124 @@
+// The subscriptions' memtable (store/memtable.h) against its peer, RocksDB's own vector
+// memtable (VectorRepFactory, what the store used before): the flush of a memtable of N
+// subscription records, which sorts it and writes it as a table file, and the inserts
+// that fill it (the store thread's share). bench/RESULTS.md, "## store".
+//
+// Each repetition opens a fresh RocksDB (FEEDPLANE_STORE_BENCH_DIR, default
+// /var/tmp/feedplane-store-bench), writes N records shaped like the reflector's: keys
+// `s_` + 8 time-ordered characters + 11 random ones (reflector/token.cc), values 200 bytes,
+// in batches of 1,000 without the log (the flush is what is measured, not the disk's sync),
+// into one memtable large enough to hold them all; then times db->Flush(). The flushed
+// table is read back and counted before the figure is kept.
+//
+//   build/bench/memtable_bench --benchmark_repetitions=5
+//   --benchmark_enable_random_interleaving=true
+#include <benchmark/benchmark.h>
+#include <rocksdb/db.h>
+#include <rocksdb/memtablerep.h>
+#include <rocksdb/options.h>
+#include <rocksdb/write_batch.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <random>
+#include <string>
+
+#include "feedplane/store/memtable.h"
+
+namespace {
+
+std::string bench_dir() {
+  const char* d = getenv("FEEDPLANE_STORE_BENCH_DIR");
+  return (d != nullptr ? std::string(d) : std::string("/var/tmp/feedplane-store-bench")) +
+         "/memtable";
+}
+
+// Keys as the reflector makes them: time-ordered to the millisecond, then random, with a
+// few hundred ids per millisecond as a bulk creation makes them on two shards.
+std::string id_key(std::mt19937_64& rng, uint64_t ms) {
+  static constexpr char sorted[] =
+      "-0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz";
+  std::string s = "s_";
+  for (int shift = 42; shift >= 0; shift -= 6) s.push_back(sorted[(ms >> shift) & 63]);
+  for (int i = 0; i < 11; ++i) s.push_back(sorted[rng() & 63]);
+  return s;
+}
+
+void BM_memtable_flush(benchmark::State& state) {
+  const bool ours = state.range(0) == 1;
+  const size_t n = size_t(state.range(1));
+  const std::string dir = bench_dir();
+  double insert_s = 0, flush_s = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    rocksdb::Options o;
+    o.create_if_missing = true;
+    o.allow_concurrent_memtable_write = false;
+    o.write_buffer_size = size_t{2} << 30;  // one memtable holds them all
+    o.max_write_buffer_number = 2;
+    if (ours) {
+      o.memtable_factory = feedplane::store::make_prefix_vector_memtable();
+    } else {
+      o.memtable_factory = std::make_shared<rocksdb::VectorRepFactory>();
+    }
+    rocksdb::DB* raw = nullptr;
+    if (!rocksdb::DB::Open(o, dir, &raw).ok()) {
+      state.SkipWithError("cannot open RocksDB");
+      break;
+    }
+    std::unique_ptr<rocksdb::DB> db(raw);
+    std::mt19937_64 rng(42);
+    const std::string value(200, 'v');
+    rocksdb::WriteOptions wo;
+    wo.disableWAL = true;
+    rocksdb::WriteBatch batch;
+    const auto t0 = std::chrono::steady_clock::now();
+    uint64_t ms = 1'795'000'000'000;
+    for (size_t i = 0; i < n; ++i) {
+      if (i % 300 == 0) ++ms;
+      batch.Put(id_key(rng, ms), value).PermitUncheckedError();
+      if (batch.Count() == 1000 || i + 1 == n) {
+        if (!db->Write(wo, &batch).ok()) state.SkipWithError("write failed");
+        batch.Clear();
+      }
+    }
+    const auto t1 = std::chrono::steady_clock::now();
+    state.ResumeTiming();
+    const rocksdb::Status s = db->Flush(rocksdb::FlushOptions());
+    state.PauseTiming();
+    const auto t2 = std::chrono::steady_clock::now();
+    if (!s.ok()) state.SkipWithError("flush failed");
+    // The table holds every record, in order (RocksDB checks the order as it builds it).
+    size_t count = 0;
+    std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions()));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) ++count;
+    if (count != n) state.SkipWithError("records missing after the flush");
+    insert_s += std::chrono::duration<double>(t1 - t0).count();
+    flush_s += std::chrono::duration<double>(t2 - t1).count();
+    state.ResumeTiming();
+  }
+  const double iters = double(state.iterations());
+  state.counters["flush_ns_per_record"] = flush_s / iters / double(n) * 1e9;
+  state.counters["insert_ns_per_record"] = insert_s / iters / double(n) * 1e9;
+  std::filesystem::remove_all(dir);
+}
+
+// Arg 0: RocksDB's VectorRep (the peer); 1: ours. 100,000 records: about what one of the
+// store's memtables holds at the default memtable_mb (64 MiB, two 32 MiB memtables), which
+// a 1M bulk creation fills and flushes ~10 times.
+BENCHMARK(BM_memtable_flush)
+    ->ArgNames({"ours", "records"})
+    ->Args({0, 100'000})
+    ->Args({1, 100'000})
+    ->Iterations(1)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();
