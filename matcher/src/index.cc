@@ -377,7 +377,7 @@ struct index::impl {
       if (v == 0) return k_none;
       if ((v >> 32) == tag) {
         const uint32_t w = static_cast<uint32_t>(v) - 1;
-        if (word_text(w) == s) return w;
+        if (same_word(w, s)) return w;
       }
     }
   }
