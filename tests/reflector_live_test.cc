@@ -31,6 +31,7 @@
 #include "feedplane/runtime/shard.h"
 #include "feedplane/store/store.h"
 #include "http_test_client.h"
+#include "temp_dir.h"
 
 namespace rt = feedplane::runtime;
 namespace net = feedplane::net;
@@ -39,15 +40,7 @@ namespace dp = feedplane::dataplane;
 
 namespace {
 
-struct temp_dir {
-  std::string path;
-  temp_dir() {
-    std::string t =
-        (std::filesystem::temp_directory_path() / "feedplane-reflector-live-XXXXXX").string();
-    path = mkdtemp(t.data());
-  }
-  ~temp_dir() { std::filesystem::remove_all(path); }
-};
+using feedplane::test::temp_dir;
 
 // Articles the test hands to shard 0, which writes them to the store on its own thread.
 struct inbox {

@@ -17,6 +17,7 @@
 #include "feedplane/net/loop.h"
 #include "feedplane/runtime/shard.h"
 #include "feedplane/store/store.h"
+#include "temp_dir.h"
 
 namespace rt = feedplane::runtime;
 namespace net = feedplane::net;
@@ -24,15 +25,7 @@ namespace st = feedplane::store;
 
 namespace {
 
-struct temp_dir {
-  std::string path;
-  temp_dir() {
-    std::string t =
-        (std::filesystem::temp_directory_path() / "feedplane-runtime-store-XXXXXX").string();
-    path = mkdtemp(t.data());
-  }
-  ~temp_dir() { std::filesystem::remove_all(path); }
-};
+using feedplane::test::temp_dir;
 
 // Per-shard state, touched on the shard's thread only.
 struct shard_state {

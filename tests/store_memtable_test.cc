@@ -16,17 +16,11 @@
 #include <vector>
 
 #include "feedplane/store/memtable.h"
+#include "temp_dir.h"
 
 namespace {
 
-struct temp_dir {
-  std::string path;
-  temp_dir() {
-    std::string t = (std::filesystem::temp_directory_path() / "feedplane-memtable-XXXXXX").string();
-    path = mkdtemp(t.data());
-  }
-  ~temp_dir() { std::filesystem::remove_all(path); }
-};
+using feedplane::test::temp_dir;
 
 using ref_map = std::map<std::string, std::string>;
 

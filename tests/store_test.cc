@@ -32,6 +32,7 @@
 #include "feedplane/runtime/sleeper.h"
 #include "feedplane/store/fault_fs.h"
 #include "feedplane/store/store.h"
+#include "temp_dir.h"
 
 namespace rt = feedplane::runtime;
 namespace st = feedplane::store;
@@ -39,15 +40,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// A temporary directory removed at the end of the test.
-struct temp_dir {
-  std::string path;
-  temp_dir() {
-    std::string t = (std::filesystem::temp_directory_path() / "feedplane-store-XXXXXX").string();
-    path = mkdtemp(t.data());
-  }
-  ~temp_dir() { std::filesystem::remove_all(path); }
-};
+using feedplane::test::temp_dir;
 
 struct test_write : rt::store_write {
   void on_durable(rt::shard& /*origin*/) override {}

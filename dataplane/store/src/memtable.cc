@@ -4,8 +4,12 @@
 #include <rocksdb/slice.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <new>
 #include <shared_mutex>
@@ -80,6 +84,27 @@ struct less_t {
 constexpr less_t less;
 
 using items = std::vector<item>;
+
+// The memtable key (varint32 length, internal key) a LookupKey holds. Its class
+// (db/dbformat.h) is not among the installed headers; since LevelDB it has begun with three
+// pointers into its buffer: the memtable key's start, the internal key's start, the end.
+// Those are read and checked against each other on every call, so a RocksDB laid out
+// otherwise stops here with a clear message (store_memtable_test makes gets) instead of
+// reading the wrong bytes.
+const char* lookup_memtable_key(const rocksdb::LookupKey& k) {
+  const char* p[3];
+  std::memcpy(p, static_cast<const void*>(&k), sizeof p);
+  uint32_t n = 0;
+  const bool ok = p[0] != nullptr && p[1] > p[0] && p[1] - p[0] <= 5 && p[2] >= p[1] + 8 &&
+                  read_varint32(p[0], &n) == p[1] && n == size_t(p[2] - p[1]);
+  if (!ok) {
+    std::fprintf(stderr,
+                 "feedplane: store: this RocksDB's LookupKey is not laid out as 7.8's; the "
+                 "subscriptions' memtable cannot read it\n");
+    std::abort();
+  }
+  return p[0];
+}
 
 class prefix_vector_rep;
 
@@ -165,6 +190,9 @@ class prefix_vector_rep final : public rocksdb::MemTableRep {
     const item it = item_of(entry, internal_key_of(entry));
     std::unique_lock l(mu_);
     items_->push_back(it);
+    // Relaxed: a size for RocksDB's accounting, read without the lock (a flush's sort
+    // holds it for a while); it orders nothing.
+    bytes_.store(sizeof(*this) + items_->capacity() * sizeof(item), std::memory_order_relaxed);
   }
 
   bool Contains(const char* key) const override {
@@ -183,8 +211,19 @@ class prefix_vector_rep final : public rocksdb::MemTableRep {
   // What the rep holds beside the arena. Fixed once immutable: the memtable list
   // subtracts at release what it added when the memtable joined it.
   size_t ApproximateMemoryUsage() override {
-    std::shared_lock l(mu_);
-    return sizeof(*this) + items_->capacity() * sizeof(item);
+    // Relaxed: see Insert. Called by the writer on every write (ShouldFlushNow).
+    return bytes_.load(std::memory_order_relaxed);
+  }
+
+  // RocksDB's default Get (MemTableRep::Get in 7.8) never deletes the iterator it makes:
+  // every rep of its own overrides it, so this one does too.
+  void Get(const rocksdb::LookupKey& k, void* callback_args,
+           bool (*callback_func)(void* arg, const char* entry)) override {
+    const char* memtable_key = lookup_memtable_key(k);
+    std::unique_ptr<rocksdb::MemTableRep::Iterator> it(GetIterator(nullptr));
+    for (it->Seek(internal_key_of(memtable_key), memtable_key);
+         it->Valid() && callback_func(callback_args, it->key()); it->Next()) {
+    }
   }
 
   rocksdb::MemTableRep::Iterator* GetIterator(rocksdb::Arena* arena) override {
@@ -229,6 +268,7 @@ class prefix_vector_rep final : public rocksdb::MemTableRep {
   // the store's use: a memtable is written, then read once it is immutable.
   mutable std::shared_mutex mu_;
   std::shared_ptr<items> items_;
+  std::atomic<size_t> bytes_{sizeof(*this)};  // what ApproximateMemoryUsage answers
   bool immutable_ = false;
   bool sorted_ = false;  // items_, once immutable
   std::mutex slots_mu_;
