@@ -22,22 +22,7 @@ namespace {
 
 // An entry as RocksDB's memtable lays it out: varint32 length, the internal key (the user
 // key, then 8 bytes little-endian: sequence << 8 | type), then the value.
-const char* read_varint32(const char* p, uint32_t* v) {
-  uint32_t r = 0;
-  for (int shift = 0; shift <= 28; shift += 7) {
-    const uint32_t b = uint8_t(*p++);
-    r |= (b & 127) << shift;
-    if (b < 128) break;
-  }
-  *v = r;
-  return p;
-}
-
-rocksdb::Slice internal_key_of(const char* entry) {
-  uint32_t n = 0;
-  const char* p = read_varint32(entry, &n);
-  return {p, n};
-}
+rocksdb::Slice internal_key_of(const char* entry) { return rocksdb::GetLengthPrefixedSlice(entry); }
 
 // The internal-key order under the bytewise comparator.
 int compare_internal(const rocksdb::Slice& a, const rocksdb::Slice& b) {
@@ -59,26 +44,47 @@ uint64_t load_be(const char* p, size_t n) {  // n <= 8 bytes, zero-padded on the
   return v;
 }
 
-// A sort item. Zero-padding keeps the prefix order consistent with the full order: a key
-// that is a prefix of another pads with zeros, which no longer key's byte is below.
-struct item {
-  uint64_t k0, k1;    // the user key's bytes 0-7 and 8-15, big-endian
-  const char* entry;  // length-prefixed internal key, as the memtable holds it
+// A key's first 16 bytes as two big-endian integers. Zero-padding keeps the prefix order
+// consistent with the full order: a key that is a prefix of another pads with zeros, which
+// no longer key's byte is below.
+struct prefix {
+  uint64_t k0, k1;
 };
-
-item item_of(const char* entry, const rocksdb::Slice& ikey) {
+prefix prefix_of(const rocksdb::Slice& ikey) {
   const size_t u = ikey.size() >= 8 ? ikey.size() - 8 : 0;
   return {load_be(ikey.data(), std::min<size_t>(u, 8)),
-          u > 8 ? load_be(ikey.data() + 8, std::min<size_t>(u - 8, 8)) : 0, entry};
+          u > 8 ? load_be(ikey.data() + 8, std::min<size_t>(u - 8, 8)) : 0};
+}
+
+struct item : prefix {
+  const char* entry;  // length-prefixed internal key, as the memtable holds it
+};
+struct probe : prefix {  // what a seek looks for
+  rocksdb::Slice ikey;
+};
+
+// -1, 0, 1 on the prefixes; 0 leaves it to the full keys.
+int compare_prefix(const prefix& a, const prefix& b) {
+  if (a.k0 != b.k0) return a.k0 < b.k0 ? -1 : 1;
+  if (a.k1 != b.k1) return a.k1 < b.k1 ? -1 : 1;
+  return 0;
 }
 
 // Fast because nearly every call decides on the two integers already in the array (and a
 // function object, unlike a function pointer, is inlined into the sort).
 struct less_t {
   bool operator()(const item& a, const item& b) const {
-    if (a.k0 != b.k0) return a.k0 < b.k0;
-    if (a.k1 != b.k1) return a.k1 < b.k1;
-    return compare_internal(internal_key_of(a.entry), internal_key_of(b.entry)) < 0;
+    const int r = compare_prefix(a, b);
+    return r != 0 ? r < 0
+                  : compare_internal(internal_key_of(a.entry), internal_key_of(b.entry)) < 0;
+  }
+  bool operator()(const item& a, const probe& b) const {
+    const int r = compare_prefix(a, b);
+    return r != 0 ? r < 0 : compare_internal(internal_key_of(a.entry), b.ikey) < 0;
+  }
+  bool operator()(const probe& a, const item& b) const {
+    const int r = compare_prefix(a, b);
+    return r != 0 ? r < 0 : compare_internal(a.ikey, internal_key_of(b.entry)) < 0;
   }
 };
 constexpr less_t less;
@@ -94,9 +100,9 @@ using items = std::vector<item>;
 const char* lookup_memtable_key(const rocksdb::LookupKey& k) {
   const char* p[3];
   std::memcpy(p, static_cast<const void*>(&k), sizeof p);
-  uint32_t n = 0;
   const bool ok = p[0] != nullptr && p[1] > p[0] && p[1] - p[0] <= 5 && p[2] >= p[1] + 8 &&
-                  read_varint32(p[0], &n) == p[1] && n == size_t(p[2] - p[1]);
+                  internal_key_of(p[0]).data() == p[1] &&
+                  internal_key_of(p[0]).size() == size_t(p[2] - p[1]);
   if (!ok) {
     std::fprintf(stderr,
                  "feedplane: store: this RocksDB's LookupKey is not laid out as 7.8's; the "
@@ -136,14 +142,14 @@ class prefix_vector_iterator final : public rocksdb::MemTableRep::Iterator {
     if (pos_ < v_->size()) ++pos_;
   }
   void Prev() override { pos_ = pos_ == 0 || pos_ > v_->size() ? v_->size() : pos_ - 1; }
-  void Seek(const rocksdb::Slice& internal_key, const char* memtable_key) override {
+  void Seek(const rocksdb::Slice& internal_key, const char* /*memtable_key*/) override {
     sort();
-    const item t = target(internal_key, memtable_key);
+    const probe t{prefix_of(internal_key), internal_key};
     pos_ = size_t(std::lower_bound(v_->begin(), v_->end(), t, less) - v_->begin());
   }
-  void SeekForPrev(const rocksdb::Slice& internal_key, const char* memtable_key) override {
+  void SeekForPrev(const rocksdb::Slice& internal_key, const char* /*memtable_key*/) override {
     sort();
-    const item t = target(internal_key, memtable_key);
+    const probe t{prefix_of(internal_key), internal_key};
     const size_t after = size_t(std::upper_bound(v_->begin(), v_->end(), t, less) - v_->begin());
     pos_ = after == 0 ? v_->size() : after - 1;
   }
@@ -158,26 +164,12 @@ class prefix_vector_iterator final : public rocksdb::MemTableRep::Iterator {
 
  private:
   void sort();
-  item target(const rocksdb::Slice& internal_key, const char* memtable_key) {
-    if (memtable_key != nullptr) return item_of(memtable_key, internal_key_of(memtable_key));
-    // Length-prefixed, as the entries are, for the comparison of equal prefixes.
-    tmp_.clear();
-    uint32_t n = uint32_t(internal_key.size());
-    while (n >= 128) {
-      tmp_.push_back(char(n | 128));
-      n >>= 7;
-    }
-    tmp_.push_back(char(n));
-    tmp_.append(internal_key.data(), internal_key.size());
-    return item_of(tmp_.data(), internal_key);
-  }
 
   slot_release slot_;  // first: destroyed last
   prefix_vector_rep* rep_;
   std::shared_ptr<items> v_;
   size_t pos_ = SIZE_MAX;  // not valid until positioned
   bool sorted_ = false;
-  std::string tmp_;
 };
 
 class prefix_vector_rep final : public rocksdb::MemTableRep {
@@ -187,7 +179,7 @@ class prefix_vector_rep final : public rocksdb::MemTableRep {
 
   void Insert(rocksdb::KeyHandle handle) override {
     const char* entry = static_cast<const char*>(handle);
-    const item it = item_of(entry, internal_key_of(entry));
+    const item it{prefix_of(internal_key_of(entry)), entry};
     std::unique_lock l(mu_);
     items_->push_back(it);
     // Relaxed: a size for RocksDB's accounting, read without the lock (a flush's sort
