@@ -253,6 +253,7 @@ size_t max_subscriptions() { return std::getenv("FEEDPLANE_BENCH_10M") ? 1000000
 void BM_insert(benchmark::State& state) {
   const size_t n = static_cast<size_t>(state.range(0));
   const bool parsed = state.range(1) != 0;
+  const size_t batch = static_cast<size_t>(state.range(2));  // prefetch_adds per batch; 0: off
   fw::rng r(3);
   std::vector<std::string> text(n);
   for (auto& s : text) s = gen().subscription(r);
@@ -267,7 +268,12 @@ void BM_insert(benchmark::State& state) {
     auto idx = std::make_unique<fm::index>();
     warm(*idx);
     state.ResumeTiming();
+    std::vector<std::string_view> views;
     for (uint32_t id = 0; id < n; ++id) {
+      if (batch != 0 && id % batch == 0) {
+        views.assign(text.begin() + id, text.begin() + std::min<size_t>(n, id + batch));
+        idx->prefetch_adds(views.data(), views.size());
+      }
       if (parsed) {
         idx->add(id, queries[id]);
       } else {
@@ -439,8 +445,9 @@ BENCHMARK(BM_tokenize)->Arg(0)->Arg(1);
 BENCHMARK(BM_prepare_article)->Arg(61)->Arg(2000);
 BENCHMARK(BM_parse)->ArgNames({"fast", "reuse"})->ArgsProduct({{0, 1}, {1, 0}});
 BENCHMARK(BM_insert)
-    ->Args({1000000, 0})
-    ->Args({1000000, 1})
+    ->Args({1000000, 0, 0})
+    ->Args({1000000, 0, 100})
+    ->Args({1000000, 1, 0})
     ->Iterations(2)
     ->Unit(benchmark::kMillisecond);
 

@@ -1,6 +1,7 @@
 // The subscription language: what each form compiles to, and each rejection's message.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -342,6 +343,7 @@ TEST(MatcherQuery, PlainFastPathMatchesTheGeneralParser) {
   fm::query_parser fast(limits), general(limits);
   general.set_plain_fast_path(false);
   fm::parsed_query reused;
+  uint64_t split_taken = 0;
   auto same = [&](const std::string& text) {
     fm::parsed_query fresh;
     const fm::query_error a = fast.parse(text, reused);
@@ -353,6 +355,25 @@ TEST(MatcherQuery, PlainFastPathMatchesTheGeneralParser) {
       ASSERT_EQ(fm::to_string(reused.tree), fm::to_string(fresh.tree)) << text;
       ASSERT_TRUE(reused == fresh) << text;
     }
+    // A text split_plain takes is valid, and parses to the conjunction of the words it
+    // gives (the bulk API validates with it alone; the index files with it).
+    char folded[fm::query_parser::split_plain_max_bytes];
+    std::string_view words[8];
+    const size_t n = fast.split_plain(text, folded, words, std::size(words));
+    if (n == 0) return;
+    ++split_taken;
+    ASSERT_TRUE(b.ok()) << text;
+    ASSERT_EQ(fresh.clauses.size(), 1u) << text;
+    ASSERT_TRUE(fresh.clauses[0].must_not.empty()) << text;
+    std::vector<std::string> got(words, words + n), want;
+    for (const fm::query_term& t : fresh.clauses[0].must) {
+      ASSERT_EQ(t.words.size(), 1u) << text;
+      ASSERT_FALSE(t.title) << text;
+      want.push_back(t.words[0]);
+    }
+    std::sort(got.begin(), got.end());
+    std::sort(want.begin(), want.end());
+    ASSERT_EQ(got, want) << text;
   };
   const std::vector<std::string> edges = {"rust",
                                           "rust tokio",
@@ -447,4 +468,20 @@ TEST(MatcherQuery, PlainFastPathMatchesTheGeneralParser) {
   }
   EXPECT_GT(fast.plain_parses() - plain_edges, 10000u);
   EXPECT_EQ(general.plain_parses(), 0u);
+  // Texts near split_plain's edges: plain words in mixed case, frequent ones, repeats,
+  // the operators, the word-length and word-count limits, a double space.
+  const std::vector<std::string> plain_pieces = {
+      "rust",          "Go", "TOKIO", "the", "of", "1999", "a1b2", "abcdefghijkl",
+      "abcdefghijklm", "OR", "AND",   "NOT", "or", "x",    "rust"};
+  for (int i = 0; i < 20000; ++i) {
+    std::string text;
+    const uint32_t n = 1 + next() % 8;
+    for (uint32_t k = 0; k < n; ++k) {
+      if (k != 0) text += next() % 50 == 0 ? "  " : " ";
+      text += plain_pieces[next() % plain_pieces.size()];
+    }
+    same(text);
+    if (HasFatalFailure()) return;
+  }
+  EXPECT_GT(split_taken, 5000u);  // split_plain's acceptance is tested, not only its refusals
 }

@@ -91,6 +91,11 @@ class listener_mux final : public runtime::shard_listener {
   void prefetch_record(runtime::kind k, std::string_view key, std::string_view value) override {
     if (component* c = owner_of_kind(k)) c->prefetch_record(k, key, value);
   }
+  void prefetch_end() override {
+    for (component* c : s_.parts) {
+      if (c != nullptr) c->prefetch_end();
+    }
+  }
   void on_streamed(runtime::shard& sh) override {
     for (component* c : s_.parts) {
       if (c != nullptr) c->on_streamed(sh);

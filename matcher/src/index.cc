@@ -298,6 +298,8 @@ struct index::impl {
 
   query_parser parser;
   parsed_query parsed;  // add(id, text)'s parse when the plain-word path declines, reused
+  std::vector<uint64_t> prefetch_hashes;  // prefetch_adds' scratch: word hashes, word ids
+  std::vector<uint32_t> prefetch_words;
 
   // ---- vocabulary: open addressing over (hash tag << 32 | word id + 1); 0 is empty.
   std::vector<uint64_t> slots;
@@ -997,36 +999,10 @@ const query_parser& index::parser() const { return impl_->parser; }
 // parsing. Returns false to let the parser handle (or reject) everything else.
 bool index::add_plain_text(uint32_t id, std::string_view query) {
   auto& m = *impl_;
-  char folded[256];
-  if (query.empty() || query.size() > sizeof folded) return false;
+  char folded[query_parser::split_plain_max_bytes];
   std::string_view ws[k_max_plain_words];
-  size_t n = 0, begin = 0;
-  bool all_frequent = true;
-  for (size_t i = 0; i <= query.size(); ++i) {
-    const char c = i < query.size() ? query[i] : ' ';
-    if (c != ' ') {
-      const bool lower = c >= 'a' && c <= 'z', upper = c >= 'A' && c <= 'Z';
-      if (!lower && !upper && !(c >= '0' && c <= '9')) return false;
-      folded[i] = upper ? static_cast<char>(c + 32) : c;
-      continue;
-    }
-    if (i == begin) return false;  // leading, trailing or double space
-    if (i - begin > m.parser.limits().max_word_bytes) return false;
-    const std::string_view raw = query.substr(begin, i - begin);
-    if (raw == "OR" || raw == "AND" || raw == "NOT") return false;
-    const std::string_view w(folded + begin, i - begin);
-    begin = i + 1;
-    if (std::find(ws, ws + n, w) != ws + n) continue;
-    if (n == k_max_plain_words) return false;
-    ws[n++] = w;
-    if (all_frequent) all_frequent = m.parser.is_frequent(w);
-  }
-  if (all_frequent || n == 0) return false;
-  // Repeated words count toward the limit as the parser counts them.
-  if (static_cast<size_t>(std::count(query.begin(), query.end(), ' ')) + 1 >
-      m.parser.limits().max_words) {
-    return false;
-  }
+  const size_t n = m.parser.split_plain(query, folded, ws, k_max_plain_words);
+  if (n == 0) return false;
   m.ensure_sub(id);
   if (m.subs[id] != k_absent) {
     m.remove_sub(id);
@@ -1035,6 +1011,45 @@ bool index::add_plain_text(uint32_t id, std::string_view query) {
   }
   m.add_plain(id, ws, n);
   return true;
+}
+
+void index::prefetch_adds(const std::string_view* queries, size_t n) {
+  auto& m = *impl_;
+  std::vector<uint64_t>& hashes = m.prefetch_hashes;
+  hashes.clear();
+  const size_t mask = m.slots.size() - 1;
+  // Stage 1: each word's home slot.
+  for (size_t q = 0; q < n; ++q) {
+    char folded[query_parser::split_plain_max_bytes];
+    std::string_view ws[k_max_plain_words];
+    const size_t k = m.parser.split_plain(queries[q], folded, ws, k_max_plain_words);
+    for (size_t i = 0; i < k; ++i) {
+      const uint64_t h = word_hash(ws[i]);
+      __builtin_prefetch(&m.slots[h & mask]);
+      hashes.push_back(h);
+    }
+  }
+  // Stage 2: the entry of the first slot from home whose tag matches (a hint: a tag
+  // collision fetches a wrong entry, a missing word nothing).
+  std::vector<uint32_t>& found = m.prefetch_words;
+  found.clear();
+  for (const uint64_t h : hashes) {
+    const uint64_t tag = h >> 32;
+    for (size_t i = h & mask;; i = (i + 1) & mask) {
+      const uint64_t v = m.slots[i];
+      if (v == 0) break;
+      if ((v >> 32) == tag) {
+        const uint32_t w = static_cast<uint32_t>(v) - 1;
+        __builtin_prefetch(&m.words[w]);
+        found.push_back(w);
+        break;
+      }
+    }
+  }
+  // Stage 3: their posting blocks' headers (the one append writes is among them).
+  for (const uint32_t w : found) {
+    if (const uint32_t* b = m.words[w].block) __builtin_prefetch(b);
+  }
 }
 
 query_error index::add(uint32_t id, std::string_view query) {

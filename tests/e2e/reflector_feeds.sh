@@ -104,17 +104,20 @@ call GET "/api/subscriptions/$tmp_id" "" "$bob"; expect 404 not_found
 # Bulk: JSON Lines in, one answer line per input line, in order; accounts on first use.
 printf '%s\n' '{"account": "load-1", "query": "kernel", "k": 5}' 'not json' \
   '{"account": "load-2", "query": "rust", "backfill": false}' '{"account": "load-1", "query": "-x"}' \
-  '{"account": "load-3", "query": "windows", "colour": 2}' >"$tmp/bulk.jsonl"
+  '{"account": "load-3", "query": "windows", "colour": 2}' '{"account": "load-1", "query": "the of"}' \
+  >"$tmp/bulk.jsonl"
 call POST /api/subscriptions:bulk "@$tmp/bulk.jsonl" "$admin"; expect 200
 python3 - "$tmp/out" <<'PY' || fail "bulk answer: $(cat "$tmp/out")"
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1])]
-assert [l["line"] for l in lines] == [1, 2, 3, 4, 5], lines
+assert [l["line"] for l in lines] == [1, 2, 3, 4, 5, 6], lines
 assert "id" in lines[0] and lines[0]["feed"].startswith("/f/"), lines[0]
 assert lines[1]["error"] == "bad_json", lines[1]
 assert "id" in lines[2], lines[2]
 assert lines[3]["error"] == "invalid_query" and lines[3]["reason"] == "only_exclusions", lines[3]
 assert lines[4]["error"] == "unknown_field", lines[4]
+# plain words, but only frequent ones: refused (the plain-word check is not the whole test)
+assert lines[5]["error"] == "invalid_query" and lines[5]["reason"] == "only_frequent_words", lines[5]
 open(sys.argv[1] + ".feed", "w").write(lines[0]["feed"])
 PY
 kernel=$(cat "$tmp/out.feed")

@@ -3,6 +3,7 @@
 // the naive matcher (articles made from the input itself, from no source, from the input's
 // own bytes as a host, and, for each `source:` term, from its host, a host under it, a
 // lookalike, or its id).
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -29,6 +30,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (err.code != general_err.code || err.column != general_err.column ||
       err.message != general_err.message)
     std::abort();
+  // A text the split for plain words takes is valid, and parses to its words.
+  char folded[fm::query_parser::split_plain_max_bytes];
+  std::string_view words[8];
+  const size_t n = parser.split_plain(text, folded, words, 8);
+  if (n != 0) {
+    if (!err.ok() || q.clauses.size() != 1 || !q.clauses[0].must_not.empty() ||
+        q.clauses[0].must.size() != n)
+      std::abort();
+    for (const fm::query_term& t : q.clauses[0].must) {
+      if (t.words.size() != 1 || t.title ||
+          std::find(words, words + n, std::string_view(t.words[0])) == words + n)
+        std::abort();
+    }
+  }
   if (!err.ok()) return 0;
   if (!(q == g)) std::abort();
   fm::index idx;

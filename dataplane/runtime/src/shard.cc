@@ -211,6 +211,7 @@ bool shard::turn() {
               for_each_record(e.block, [&](kind k, std::string_view key, std::string_view v) {
                 listener_->prefetch_record(k, key, v);
               });
+              listener_->prefetch_end();
               for_each_record(e.block, [&](kind k, std::string_view key, std::string_view v) {
                 listener_->on_record(*this, k, key, v);
               });

@@ -100,6 +100,16 @@ class query_parser {
   const query_limits& limits() const { return limits_; }
   bool is_frequent(std::string_view word) const;
 
+  // The common query without parsing it: ASCII letters and digits separated by single
+  // spaces, no operator, at most max_distinct distinct words, within the limits, not all
+  // frequent. Such a text is a valid query whose parse is the conjunction of its words
+  // lower-cased. Fills words with its distinct words (views into folded, which holds at
+  // least text.size() bytes) and returns how many; returns 0 for any other text, which
+  // parse() then accepts or rejects. At most 256 bytes of text are taken.
+  size_t split_plain(std::string_view text, char* folded, std::string_view* words,
+                     size_t max_distinct) const;
+  static constexpr size_t split_plain_max_bytes = 256;
+
   // Queries of plain words (no operator, quote, parenthesis or scope) take a direct path
   // with the same result. Off: every query takes the general parser (for the tests that
   // compare the two, and the benchmark's peer).

@@ -128,6 +128,10 @@ class shard_listener {
   // shard calls it for a block's records before applying them, so that the cache misses
   // of many records (at millions, each record's map slots are one) overlap.
   virtual void prefetch_record(kind /*k*/, std::string_view /*key*/, std::string_view /*value*/) {}
+  // After a block's prefetch_record calls, before its on_record calls (the block's bytes
+  // stay valid across both): a second stage of hints, for loads that need the first
+  // stage's lines (the index's word entries need their vocabulary slots).
+  virtual void prefetch_end() {}
   // Start-up streaming is over.
   virtual void on_streamed(shard& s) = 0;
 };
