@@ -129,6 +129,10 @@ etag0=$(grep -i '^etag:' "$tmp/h0" | cut -d' ' -f2 | tr -d '\r')
 [ "$(curl -s -o /dev/null -w '%{http_code}' -H "If-None-Match: $etag0" "$base$rust")" = 304 ] || fail "no 304"
 call GET /api/subscriptions "" "$alice"; expect 200
 [ "$(grep -o '"id": "s_' "$tmp/out" | wc -l)" = 2 ] || fail "alice's list: $(cat "$tmp/out")"
+# Every account survives the restart, those made on first use by the bulk route included
+# (their records travel with their subscriptions' writes).
+accounts_before=$(curl -s "$base/metrics" | awk '$1 == "feedplane_reflector_accounts" {print $2}')
+[ "${accounts_before:-0}" -ge 4 ] || fail "accounts before the restart: $accounts_before"
 stop
 
 # ---- articles, through the store's log ----
@@ -151,6 +155,9 @@ echo "{\"title\": \"Rust and Tokio 1.0 (updated)\", \"link\": \"https://blog.exa
 start
 call GET /api/subscriptions "" "$alice"; expect 200
 [ "$(grep -o '"id": "s_' "$tmp/out" | wc -l)" = 2 ] || fail "subscriptions lost in the restart: $(cat "$tmp/out")"
+accounts_after=$(curl -s "$base/metrics" | awk '$1 == "feedplane_reflector_accounts" {print $2}')
+[ "$accounts_after" = "$accounts_before" ] ||
+  fail "accounts: $accounts_before before the restart, $accounts_after after"
 # A subscription made now starts with its matches among the recent articles (backfill:
 # the 201 already counts them); one made by bulk with "backfill": false starts empty.
 call POST /api/subscriptions '{"query": "kernel"}' "$bob"; expect 201
