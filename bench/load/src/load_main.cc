@@ -738,12 +738,22 @@ int run(const options& o) {
   };
   std::vector<std::vector<double>> match_rows;  // subscriptions, then per probe: slowest shard
   double subscribe_s = 0;
+  // feedplane's CPU seconds (every thread) over the same windows: per subscription, a
+  // figure far steadier than the rate on a shared VM, whose wall clock moves with whatever
+  // else runs (the ratio of two builds' rates spread 0.90-1.14 over five pairs).
+  double subscribe_cpu_s = 0;
+  const auto process_cpu_s = [&fp] {
+    double c = 0;
+    feedplane::bench::read_stat("/proc/" + std::to_string(fp.pid) + "/stat", nullptr, &c);
+    return c;
+  };
   // Relaxed: each counter only hands out or counts chunks; a chunk's answer is read after
   // the senders are joined (join orders their writes before the reads).
   std::atomic<size_t> next_chunk{0}, chunks_done{0};
   for (size_t step = 0; step < steps; ++step) {
     const size_t hi = chunks * (step + 1) / steps;
     t0 = clock_type::now();
+    const double cpu0 = process_cpu_s();
     std::vector<std::thread> senders;
     for (uint32_t t = 0; t < std::max<uint32_t>(1, o.bulk_connections); ++t) {
       senders.emplace_back([&] {
@@ -767,6 +777,7 @@ int run(const options& o) {
     for (auto& t : senders) t.join();
     next_chunk.store(hi, std::memory_order_relaxed);  // the overshoot of the step's senders
     subscribe_s += std::chrono::duration<double>(clock_type::now() - t0).count();
+    subscribe_cpu_s += process_cpu_s() - cpu0;
     for (size_t c = chunks * step / steps; c < hi; ++c) {
       if (!take_answer(c)) {
         cleanup();
@@ -793,8 +804,11 @@ int run(const options& o) {
     match_rows.push_back(std::move(row));
   }
 
-  fmt::print(stderr, "\nload: {} subscriptions in {:.2f} s ({:.0f}/s)\n", subs.size(), subscribe_s,
-             double(subs.size()) / subscribe_s);
+  fmt::print(
+      stderr,
+      "\nload: {} subscriptions in {:.2f} s ({:.0f}/s), feedplane {:.2f} CPU-s ({:.2f} us each)\n",
+      subs.size(), subscribe_s, double(subs.size()) / subscribe_s, subscribe_cpu_s,
+      1e6 * subscribe_cpu_s / double(std::max<size_t>(1, subs.size())));
 
   // Restart time (issue 11: <= 3 s per million subscriptions): stop feedplane (SIGTERM),
   // start it again on the same data, and time exec to /readyz answering 200, which a shard
@@ -1140,9 +1154,10 @@ int run(const options& o) {
       o.feeds, subscriptions_n, o.k, o.duration, o.speed, o.min_interval, o.max_interval);
   rep << fmt::format("- OPML import of {} feeds: {:.2f} s\n", o.feeds, import_s);
   rep << fmt::format(
-      "- subscriptions loaded through the bulk API ({} connections): {:.2f} s ({:.0f}/s)\n",
-      std::max<uint32_t>(1, o.bulk_connections), subscribe_s,
-      double(subscriptions_n) / subscribe_s);
+      "- subscriptions loaded through the bulk API ({} connections): {:.2f} s ({:.0f}/s); "
+      "feedplane's CPU over it: {:.2f} s ({:.2f} us per subscription)\n",
+      std::max<uint32_t>(1, o.bulk_connections), subscribe_s, double(subscriptions_n) / subscribe_s,
+      subscribe_cpu_s, 1e6 * subscribe_cpu_s / double(std::max<uint64_t>(1, subscriptions_n)));
   if (!restart_s.empty()) {
     std::vector<double> sorted = restart_s;
     std::sort(sorted.begin(), sorted.end());

@@ -479,6 +479,18 @@ void store::impl::fail(const std::string& why) {
   stats->failed.store(true, std::memory_order_release);
 }
 
+namespace {
+
+// Starts loading an op's key and the first 256 bytes of its value.
+[[gnu::always_inline]] inline void prefetch_op(const rt::store_op& op) {
+  __builtin_prefetch(op.key.data());
+  const char* v = op.value.data();
+  const size_t n = std::min<size_t>(op.value.size(), 256);
+  for (size_t at = 0; at < n; at += 64) __builtin_prefetch(v + at);
+}
+
+}  // namespace
+
 void store::impl::commit() {
   batch.Clear();
   const uint64_t seq0 = next_seq;
@@ -499,7 +511,14 @@ void store::impl::commit() {
       w->status = int32_t(store_errc::bad_write);
       continue;
     }
-    for (const rt::store_op& op : w->ops) {
+    // Why it is fast: the ops' strings were written by a shard on another core, so each
+    // is a run of cache misses; those of the op four ahead are fetched while this one is
+    // copied (a bulk group copies ~5,000 records of ~250 bytes each).
+    constexpr size_t ahead = 4;
+    for (size_t i = 0; i < std::min(ahead, w->ops.size()); ++i) prefetch_op(w->ops[i]);
+    for (size_t i = 0; i < w->ops.size(); ++i) {
+      if (i + ahead < w->ops.size()) prefetch_op(w->ops[i + ahead]);
+      const rt::store_op& op = w->ops[i];
       rocksdb::ColumnFamilyHandle* h = cf[size_t(op.k)];
       // WriteBatch Put/Delete only fail on a batch over 4 GiB, which max_group prevents.
       if (op.erase) {
