@@ -140,16 +140,20 @@ struct subscription {
   uint8_t backfilling = 0;
   std::array<uint8_t, 16> token_bits{};
   uint64_t generation = 1;  // bumped by every change of the query
+  // Stamped by install, unique on this shard: a callback that kept it (and where the
+  // subscription is filed) finds it again, and knows it is still this one, without the id.
+  uint64_t serial = 0;
   int64_t created = 0;
   std::string id, account, query, title;
 
-  std::string token() const {
+  feed_token token_parts() const {
     feed_token t;
     t.partition = partition;
     t.slot = slot;
     t.random_bits = token_bits;
-    return encode_token(t);
+    return t;
   }
+  std::string token() const { return encode_token(token_parts()); }
   void invalidate(int64_t now, uint64_t v) {
     version = v;
     changed = now;
@@ -604,6 +608,7 @@ class reflector final : public dataplane::component {
   std::string record_buf_;                           // on_record's padded copy
   std::vector<std::unique_ptr<subscription>> subs_;  // by index id
   std::vector<uint32_t> free_ids_;
+  uint64_t serials_ = 0;  // the last subscription::serial given
   // Subscription id -> index id. Keys view the subscription's own id (a subscription never
   // moves: subs_ holds pointers), so an entry is 24 bytes in a flat table, not a node with
   // a second copy of the id: 1M subscriptions load and look up without a cache miss per
@@ -1397,6 +1402,7 @@ subscription* reflector::install(std::unique_ptr<subscription> s, uint32_t slot,
   at->second = idx;
   by_account_[s->account].push_back(idx);
   s->version = next_version();
+  s->serial = ++serials_;
   subs_[idx] = std::move(s);
   subscription* in = subs_[idx].get();
   if (index_id != nullptr) *index_id = idx;
@@ -2767,10 +2773,15 @@ void reflector::create_here(const call_ptr& c, std::vector<new_sub> subs, bool b
   // What the group installed, pending the ack: shared by the write's callback, the
   // backfill's and the failure path, never copied (a bulk group holds thousands).
   struct installed {
-    std::vector<std::string> ids;                             // ids installed
-    std::vector<uint32_t> index_ids;                          // and where they are filed
+    std::vector<uint64_t> serials;                            // what was installed
+    std::vector<uint32_t> index_ids;                          // and where it is filed
     std::vector<size_t> where;                                // their positions in subs
     std::vector<std::pair<std::string, uint64_t>> backfills;  // id, last sequence before it
+    // Installed subscription j, if it is still there (a DELETE may have come first).
+    subscription* get(reflector& r, size_t j) const {
+      subscription* sub = r.subs_[index_ids[j]].get();
+      return sub != nullptr && sub->serial == serials[j] ? sub : nullptr;
+    }
   };
   auto group = std::make_shared<installed>();
   auto& [made, made_at, where, backfills] = *group;
@@ -2817,7 +2828,7 @@ void reflector::create_here(const call_ptr& c, std::vector<new_sub> subs, bool b
       continue;
     }
     w->ops.push_back({rt::kind::subscriptions, false, in->id, record_of(*in)});
-    made.push_back(in->id);
+    made.push_back(in->serial);
     made_at.push_back(at);
     where.push_back(i);
     if (in->from_seq < last_seq_) backfills.emplace_back(in->id, last_seq_);
@@ -2831,19 +2842,22 @@ void reflector::create_here(const call_ptr& c, std::vector<new_sub> subs, bool b
     reflector& self = of(s);
     if (done.status != 0) {
       const std::string msg(store::store_errc_message(store::store_errc(done.status)));
-      for (size_t j = 0; j < g->ids.size(); ++j) {
-        self.uninstall(g->ids[j]);
+      for (size_t j = 0; j < g->serials.size(); ++j) {
+        if (subscription* sub = g->get(self, j)) {
+          const std::string sid = sub->id;  // uninstall frees the subscription
+          self.uninstall(sid);
+        }
         c->lines[g->where[j]] = error_json("store_failed", msg);
       }
       set_call_error(*c, 503, "store_failed", msg);
       self.reply_later(c);
       return;
     }
-    for (size_t j = 0; j < g->ids.size(); ++j) {
+    for (size_t j = 0; j < g->serials.size(); ++j) {
       // Found where install filed it (no id-map probe, a cache miss at millions), if it is
       // still that subscription: a DELETE may have come first.
-      subscription* sub = self.subs_[g->index_ids[j]].get();
-      if (sub == nullptr || sub->id != g->ids[j]) continue;
+      subscription* sub = g->get(self, j);
+      if (sub == nullptr) continue;
       sub->live = true;
       self.m_.created->add();
       if (bulk) {
@@ -2853,7 +2867,7 @@ void reflector::create_here(const call_ptr& c, std::vector<new_sub> subs, bool b
         line += "\"id\": \"";
         line += sub->id;  // an id made here: base64url, nothing to escape
         line += "\", \"feed\": \"/f/";
-        line += sub->token();
+        append_token(sub->token_parts(), line);
         line += '"';
       } else {
         c->status = 201;
@@ -2867,14 +2881,17 @@ void reflector::create_here(const call_ptr& c, std::vector<new_sub> subs, bool b
     }
     self.backfill(g->backfills, [c, bulk, g](reflector& me) {
       if (!bulk) {  // the answer shows the entries the backfill found
-        if (subscription* sub = me.find(g->ids[0])) c->body = me.json_of(*sub) + "\n";
+        if (subscription* sub = g->get(me, 0)) c->body = me.json_of(*sub) + "\n";
       }
       me.reply_later(c);
     });
   };
   rt::write_ptr wp = std::move(w);
   if (!s_.rt->write(wp, rt::write_lane::api)) {
-    for (const std::string& gone : made) uninstall(gone);
+    for (const uint32_t idx : made_at) {
+      const std::string sid = subs_[idx]->id;  // uninstall frees the subscription
+      uninstall(sid);
+    }
     set_call_error(*c, 503, "unavailable", "the store's write ring is full; retry");
     return;
   }

@@ -72,27 +72,35 @@ bool random_bytes(void* out, size_t n) {
   return true;
 }
 
-std::string base64url(const uint8_t* p, size_t n) {
-  std::string s;
-  s.reserve((n * 4 + 2) / 3);
+// Why it is fast: the output is sized once and written through a pointer (a bulk
+// creation encodes an id and a feed token per subscription).
+void append_base64url(const uint8_t* p, size_t n, std::string& out) {
+  const size_t at = out.size();
+  out.resize(at + (n * 4 + 2) / 3);
+  char* o = out.data() + at;
   size_t i = 0;
   for (; i + 3 <= n; i += 3) {
     const uint32_t v = uint32_t(p[i]) << 16 | uint32_t(p[i + 1]) << 8 | p[i + 2];
-    s.push_back(alphabet[v >> 18]);
-    s.push_back(alphabet[(v >> 12) & 63]);
-    s.push_back(alphabet[(v >> 6) & 63]);
-    s.push_back(alphabet[v & 63]);
+    *o++ = alphabet[v >> 18];
+    *o++ = alphabet[(v >> 12) & 63];
+    *o++ = alphabet[(v >> 6) & 63];
+    *o++ = alphabet[v & 63];
   }
   if (n - i == 1) {
     const uint32_t v = uint32_t(p[i]) << 16;
-    s.push_back(alphabet[v >> 18]);
-    s.push_back(alphabet[(v >> 12) & 63]);
+    *o++ = alphabet[v >> 18];
+    *o++ = alphabet[(v >> 12) & 63];
   } else if (n - i == 2) {
     const uint32_t v = uint32_t(p[i]) << 16 | uint32_t(p[i + 1]) << 8;
-    s.push_back(alphabet[v >> 18]);
-    s.push_back(alphabet[(v >> 12) & 63]);
-    s.push_back(alphabet[(v >> 6) & 63]);
+    *o++ = alphabet[v >> 18];
+    *o++ = alphabet[(v >> 12) & 63];
+    *o++ = alphabet[(v >> 6) & 63];
   }
+}
+
+std::string base64url(const uint8_t* p, size_t n) {
+  std::string s;
+  append_base64url(p, n, s);
   return s;
 }
 
@@ -107,7 +115,7 @@ std::string time_ordered_id(char prefix, uint64_t unix_ms) {
   s.push_back(prefix);
   s.push_back('_');
   for (int shift = 42; shift >= 0; shift -= 6) s.push_back(sorted[(unix_ms >> shift) & 63]);
-  s += base64url(r, sizeof(r));
+  append_base64url(r, sizeof(r), s);
   return s;
 }
 
@@ -118,6 +126,12 @@ std::string hex(const uint8_t* p, size_t n) {
 }
 
 std::string encode_token(const feed_token& t) {
+  std::string s;
+  append_token(t, s);
+  return s;
+}
+
+void append_token(const feed_token& t, std::string& out) {
   uint8_t b[token_bytes];
   b[0] = uint8_t(t.partition >> 8);
   b[1] = uint8_t(t.partition);
@@ -126,7 +140,7 @@ std::string encode_token(const feed_token& t) {
   b[4] = uint8_t(t.slot >> 8);
   b[5] = uint8_t(t.slot);
   for (size_t i = 0; i < t.random_bits.size(); ++i) b[6 + i] = t.random_bits[i];
-  return base64url(b, sizeof(b));
+  append_base64url(b, sizeof(b), out);
 }
 
 bool decode_token(std::string_view text, feed_token* out) {

@@ -39,6 +39,7 @@ inline constexpr size_t token_text_size = 30;  // ceil(22 * 4 / 3)
 
 // The token's text (token_text_size characters of [A-Za-z0-9_-]).
 std::string encode_token(const feed_token& t);
+void append_token(const feed_token& t, std::string& out);  // encode_token's text, appended
 // Parses the text form; false for any other length, alphabet, a non-canonical final
 // character or a partition >= partitions.
 bool decode_token(std::string_view text, feed_token* out);
@@ -53,8 +54,9 @@ bool random_bytes(void* out, size_t n);
 // store's memtables fill nearly in key order and its files do not overlap. Empty when the
 // random bytes fail.
 std::string time_ordered_id(char prefix, uint64_t unix_ms);
-// URL-safe base64 without padding.
+// URL-safe base64 without padding; append_base64url appends it to out.
 std::string base64url(const uint8_t* p, size_t n);
+void append_base64url(const uint8_t* p, size_t n, std::string& out);
 // Lower-case hex.
 std::string hex(const uint8_t* p, size_t n);
 
