@@ -738,9 +738,10 @@ int run(const options& o) {
   };
   std::vector<std::vector<double>> match_rows;  // subscriptions, then per probe: slowest shard
   double subscribe_s = 0;
-  // feedplane's CPU seconds (every thread) over the same windows: per subscription, a
-  // figure far steadier than the rate on a shared VM, whose wall clock moves with whatever
-  // else runs (the ratio of two builds' rates spread 0.90-1.14 over five pairs).
+  // feedplane's CPU seconds (every thread) over the same windows, per subscription: the
+  // work's cost apart from the wall clock. On a shared VM it moves with the rate all the
+  // same (the same work costs more CPU when the host is busier): a record, not a steadier
+  // figure (bench/RESULTS.md, 2026-11-27).
   double subscribe_cpu_s = 0;
   const auto process_cpu_s = [&fp] {
     double c = 0;

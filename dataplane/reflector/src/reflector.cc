@@ -3287,8 +3287,8 @@ void reflector::bulk(net::request_context& ctx, net::http_response& r) {
       if (st->groups[j].empty()) continue;
       // A new account's record goes with the first of its subscriptions in each owner's
       // group (so it is durable with each group, whichever is acked), not with every one:
-      // written 100 times over for Cobra's 100 subscriptions per account, it was a third
-      // of the bulk load's store writes.
+      // written 100 times over for Cobra's 100 subscriptions per account, it was half of
+      // the bulk load's store writes.
       for (new_sub& s : st->groups[j]) {
         auto it = st->accounts.find(s.account);
         if (it == st->accounts.end() || !it->second.created || it->second.written_in == j + 1)
