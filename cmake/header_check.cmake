@@ -44,6 +44,7 @@ set(feedplane_public_headers
   "feedplane_dataplane:dataplane/include"
   "feedplane_workload:bench/workload/include"
   "feedplane_farm:bench/farm/include"
+  "feedplane_load_check:bench/load/include"
   "feedplane_provisioner:provisioner/include")
 set(checked_dirs)
 foreach(entry IN LISTS feedplane_public_headers)
