@@ -292,15 +292,24 @@ TEST(MatcherIndex, RandomisedAgainstNaive) {
     std::vector<uint32_t> live;
     constexpr uint32_t k_subs = 400;
     // Half the rounds hint each batch of adds first (prefetch_adds, as a restart and a bulk
-    // creation do), with every kind of query: it must change no result.
+    // creation do), with every kind of query: it must change no result. The adds take the
+    // hint's split when they come in its order (a restart, a bulk group): here every other
+    // batch, one query in three replaced by another; the other batches come in reverse.
+    // The hint's bytes are gone by then (the batch's strings are moved or reversed).
     std::vector<std::string> batch;
     std::vector<std::string_view> views;
+    size_t batch_no = 0;
     for (uint32_t id = 0; id < k_subs; ++id) {
       if (batch.empty()) {
         for (int k = 0; k < 16; ++k) batch.push_back(random_query(r));
+        ++batch_no;
         if (round % 2 == 0) {
           views.assign(batch.begin(), batch.end());
           idx.prefetch_adds(views.data(), views.size());
+          if (batch_no % 2 == 0) {  // in order: popped from the back
+            std::reverse(batch.begin(), batch.end());
+            for (size_t j = 2; j < batch.size(); j += 3) batch[j] = random_query(r);
+          }
         }
       }
       const std::string q = std::move(batch.back());

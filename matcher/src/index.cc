@@ -300,6 +300,20 @@ struct index::impl {
   parsed_query parsed;  // add(id, text)'s parse when the plain-word path declines, reused
   std::vector<uint64_t> prefetch_hashes;  // prefetch_adds' scratch: word hashes, word ids
   std::vector<uint32_t> prefetch_words;
+  // prefetch_adds' split of each query of its batch, which add(id, text) takes in the same
+  // order instead of splitting and hashing the text again. Each entry: a copy of the
+  // query's bytes in staged_text (to recognise it: the caller's may be gone by then; a
+  // split depends only on the bytes, so any equal text may take it), its words' start in
+  // prefetch_hashes and staged_ends, and their count (0: not plain words).
+  struct staged_query {
+    uint32_t text_begin = 0, text_size = 0;
+    uint32_t first = 0, n = 0;
+  };
+  std::vector<staged_query> staged;
+  size_t staged_next = 0;             // the next add's expected entry
+  std::string staged_text;            // the queries' bytes, one after another
+  std::string staged_folded;          // the words, folded, one after another
+  std::vector<uint32_t> staged_ends;  // each word's end in staged_folded
 
   // ---- vocabulary: open addressing over (hash tag << 32 | word id + 1); 0 is empty.
   std::vector<uint64_t> slots;
@@ -540,13 +554,17 @@ struct index::impl {
 
   // Words of a plain conjunction, distinct, at most k_max_plain_words.
   void add_plain(uint32_t id, const std::string_view* word_texts, size_t n) {
-    uint32_t ws[k_max_plain_words] = {};
     uint64_t hs[k_max_plain_words] = {};
     // Hash all words first and prefetch their slots, so their cache misses overlap.
     for (size_t i = 0; i < n; ++i) {
       hs[i] = word_hash(word_texts[i]);
       __builtin_prefetch(&slots[hs[i] & (slots.size() - 1)]);
     }
+    add_plain(id, word_texts, hs, n);
+  }
+  // With the words' hashes (word_hash) known.
+  void add_plain(uint32_t id, const std::string_view* word_texts, const uint64_t* hs, size_t n) {
+    uint32_t ws[k_max_plain_words] = {};
     uint32_t filed = k_none, filed_frequency = 0;
     for (size_t i = 0; i < n; ++i) {
       const uint32_t w = intern(hs[i], word_texts[i]);
@@ -999,9 +1017,29 @@ const query_parser& index::parser() const { return impl_->parser; }
 // parsing. Returns false to let the parser handle (or reject) everything else.
 bool index::add_plain_text(uint32_t id, std::string_view query) {
   auto& m = *impl_;
-  char folded[query_parser::split_plain_max_bytes];
   std::string_view ws[k_max_plain_words];
-  const size_t n = m.parser.split_plain(query, folded, ws, k_max_plain_words);
+  // The split prefetch_adds made of this query, if it is the next (or the one after: an
+  // add the caller skipped) of its batch, recognised by its bytes.
+  const impl::staged_query* st = nullptr;
+  for (size_t j = m.staged_next; j < m.staged.size() && j < m.staged_next + 2; ++j) {
+    const impl::staged_query& e = m.staged[j];
+    if (std::string_view(m.staged_text).substr(e.text_begin, e.text_size) == query) {
+      st = &m.staged[j];
+      m.staged_next = j + 1;
+      break;
+    }
+  }
+  if (st != nullptr) {
+    if (st->n == 0) return false;  // not plain: the parser's
+    for (uint32_t i = 0; i < st->n; ++i) {
+      const uint32_t w = st->first + i;
+      const uint32_t begin = w == 0 ? 0 : m.staged_ends[w - 1];
+      ws[i] = std::string_view(m.staged_folded).substr(begin, m.staged_ends[w] - begin);
+    }
+  }
+  char folded[query_parser::split_plain_max_bytes];
+  const size_t n =
+      st != nullptr ? st->n : m.parser.split_plain(query, folded, ws, k_max_plain_words);
   if (n == 0) return false;
   m.ensure_sub(id);
   if (m.subs[id] != k_absent) {
@@ -1009,7 +1047,11 @@ bool index::add_plain_text(uint32_t id, std::string_view query) {
   } else {
     ++subscriptions_;
   }
-  m.add_plain(id, ws, n);
+  if (st != nullptr) {
+    m.add_plain(id, ws, m.prefetch_hashes.data() + st->first, n);
+  } else {
+    m.add_plain(id, ws, n);
+  }
   return true;
 }
 
@@ -1017,16 +1059,27 @@ void index::prefetch_adds(const std::string_view* queries, size_t n) {
   auto& m = *impl_;
   std::vector<uint64_t>& hashes = m.prefetch_hashes;
   hashes.clear();
+  m.staged.clear();
+  m.staged_next = 0;
+  m.staged_text.clear();
+  m.staged_folded.clear();
+  m.staged_ends.clear();
   const size_t mask = m.slots.size() - 1;
-  // Stage 1: each word's home slot.
+  // Stage 1: each word's home slot. The split and the hashes are kept for the adds.
   for (size_t q = 0; q < n; ++q) {
     char folded[query_parser::split_plain_max_bytes];
     std::string_view ws[k_max_plain_words];
     const size_t k = m.parser.split_plain(queries[q], folded, ws, k_max_plain_words);
+    m.staged.push_back({static_cast<uint32_t>(m.staged_text.size()),
+                        static_cast<uint32_t>(queries[q].size()),
+                        static_cast<uint32_t>(hashes.size()), static_cast<uint32_t>(k)});
+    m.staged_text.append(queries[q]);
     for (size_t i = 0; i < k; ++i) {
       const uint64_t h = word_hash(ws[i]);
       __builtin_prefetch(&m.slots[h & mask]);
       hashes.push_back(h);
+      m.staged_folded.append(ws[i]);
+      m.staged_ends.push_back(static_cast<uint32_t>(m.staged_folded.size()));
     }
   }
   // Stage 2: the entry of the first slot from home whose tag matches (a hint: a tag
