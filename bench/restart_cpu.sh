@@ -3,7 +3,7 @@
 # the time from exec to /readyz answering 200, and each thread's CPU seconds at that moment
 # (from /proc/PID/task/*/stat), so that a change to start-up shows where its time went, and
 # what the start did (articles re-matched, lists restored from snapshots); then how long
-# its clean stop takes.
+# its clean stop takes. It prints the resident memory at ready too.
 # Run it alternately with two binaries to compare them (the VM's noise is large).
 #   bench/restart_cpu.sh FEEDPLANE DIR
 set -euo pipefail
@@ -32,9 +32,10 @@ done
 until ready "$port" 2>/dev/null; do sleep 0.01; done
 t1=$(date +%s.%N)
 cpu=$(for t in /proc/$pid/task/*; do awk '{ c = ($14 + $15) / 100; if (c > 0) printf "%s %.2f  ", $2, c }' "$t/stat"; done)
+rss=$(awk '$1 == "VmRSS:" { printf "%d", $2 / 1024 }' "/proc/$pid/status")
 m=$(curl -s -m 5 "http://127.0.0.1:$port/metrics")
 metric() { echo "$m" | awk -v k="$1" '$1 == k { print $2 }'; }
-echo "ready in $(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.2f", b - a}') s; articles matched $(metric feedplane_reflector_articles_matched_total), lists restored $(metric feedplane_reflector_restored_lists_total), subscriptions $(metric feedplane_reflector_subscriptions); thread CPU-s: $cpu"
+echo "ready in $(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.2f", b - a}') s; articles matched $(metric feedplane_reflector_articles_matched_total), lists restored $(metric feedplane_reflector_restored_lists_total), subscriptions $(metric feedplane_reflector_subscriptions); resident ${rss} MiB; thread CPU-s: $cpu"
 # Then the clean stop: SIGTERM to exit (the stop writes the list snapshots its partitions
 # still owe, and flushes the store).
 sleep 0.5

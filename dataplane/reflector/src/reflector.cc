@@ -1,6 +1,7 @@
 #include "feedplane/reflector/reflector.h"
 
 #include <absl/container/flat_hash_map.h>
+#include <absl/strings/string_view.h>
 #include <fmt/compile.h>
 #include <fmt/format.h>
 #include <libdeflate.h>
@@ -87,6 +88,9 @@ constexpr uint32_t weight_tasks_per_peer = 8;
 
 int64_t wall_now() { return int64_t(std::time(nullptr)); }
 
+// Debian's absl has its own string_view: the one its string maps look up without a copy.
+absl::string_view absl_view(std::string_view v) { return {v.data(), v.size()}; }
+
 // A feed rendered once per change, immutable once made: the owner shard keeps it until the
 // next change, and a poll from another shard holds a reference while it sends the body.
 struct rendered {
@@ -120,6 +124,43 @@ struct cached_article {
   }
 };
 
+// A subscription's id, account, query and title back to back in one heap block: 24 bytes in
+// the subscription and one allocation, where four std::strings took 128 bytes and up to
+// four allocations (an id or an account is 18 characters, past the strings' inline 15).
+// At a million subscriptions that is ~140 MB less to fault in and zero at a restart.
+// Immutable once set: assign() makes a new block, so a view into it (the id map's key)
+// lives until the next assign.
+class sub_text {
+ public:
+  std::string_view id() const { return {p_.get(), id_n_}; }
+  std::string_view account() const { return {p_.get() + id_n_, account_n_}; }
+  std::string_view query() const { return {p_.get() + id_n_ + account_n_, query_n_}; }
+  std::string_view title() const {
+    return {p_.get() + size_t{id_n_} + account_n_ + query_n_, title_n_};
+  }
+  void assign(std::string_view id, std::string_view account, std::string_view query,
+              std::string_view title) {
+    const size_t n = id.size() + account.size() + query.size() + title.size();
+    // A record or request larger than 4 GiB never gets here (the store's and the server's
+    // limits are far below), so the lengths fit their 32 bits.
+    auto p = std::make_unique_for_overwrite<char[]>(n == 0 ? 1 : n);
+    char* at = p.get();
+    for (std::string_view v : {id, account, query, title}) {
+      if (!v.empty()) std::memcpy(at, v.data(), v.size());
+      at += v.size();
+    }
+    p_ = std::move(p);
+    id_n_ = uint32_t(id.size());
+    account_n_ = uint32_t(account.size());
+    query_n_ = uint32_t(query.size());
+    title_n_ = uint32_t(title.size());
+  }
+
+ private:
+  std::unique_ptr<char[]> p_;
+  uint32_t id_n_ = 0, account_n_ = 0, query_n_ = 0, title_n_ = 0;
+};
+
 struct subscription {
   // What a match reads and writes comes first, in the two cache lines the match loop
   // prefetches (reflector::on_article): the list, the checks and the render version.
@@ -144,7 +185,12 @@ struct subscription {
   // subscription is filed) finds it again, and knows it is still this one, without the id.
   uint64_t serial = 0;
   int64_t created = 0;
-  std::string id, account, query, title;
+  sub_text text;
+
+  std::string_view id() const { return text.id(); }
+  std::string_view account() const { return text.account(); }
+  std::string_view query() const { return text.query(); }
+  std::string_view title() const { return text.title(); }
 
   feed_token token_parts() const {
     feed_token t;
@@ -1269,7 +1315,7 @@ void reflector::delete_account(net::request_context& ctx, net::http_response& r)
             }
             auto w = std::make_unique<fn_write>();
             std::vector<std::string> ids;
-            for (uint32_t idx : it->second) ids.push_back(o.subs_[idx]->id);
+            for (uint32_t idx : it->second) ids.emplace_back(o.subs_[idx]->id());
             for (const std::string& sid : ids)
               w->ops.push_back({rt::kind::subscriptions, true, sid, {}});
             w->fn = [ids, cp](rt::shard& sh, fn_write& done) {
@@ -1357,7 +1403,7 @@ void reflector::rotate_secret(net::request_context& ctx, net::http_response& r) 
 subscription* reflector::install(std::unique_ptr<subscription> s, uint32_t slot, std::string* err,
                                  uint32_t* index_id) {
   // One probe of the id map (a cache miss at millions), claimed now and released on refusal.
-  auto [at, fresh] = by_id_.try_emplace(s->id, UINT32_MAX);
+  auto [at, fresh] = by_id_.try_emplace(s->id(), UINT32_MAX);
   if (!fresh) {
     *err = "a subscription with this id exists";
     return nullptr;
@@ -1384,12 +1430,13 @@ subscription* reflector::install(std::unique_ptr<subscription> s, uint32_t slot,
   restored_lists::entry* snap = nullptr;
   bool covered = false;
   if (replay_hi_ != 0) {
-    snap = restore_.find(snapshot_id_hash(s->id));
+    snap = restore_.find(snapshot_id_hash(s->id()));
     if (snap != nullptr && snap->identity != list_identity(*s)) snap = nullptr;
     covered = snap != nullptr && applied_[s->partition] >= replay_hi_;
   }
   const bool replay = replay_hi_ != 0 && !covered && s->from_seq < replay_hi_;
-  if (auto e = replay ? parser_.parse(s->query, install_pq_) : index_.add(idx, s->query); !e.ok()) {
+  if (auto e = replay ? parser_.parse(s->query(), install_pq_) : index_.add(idx, s->query());
+      !e.ok()) {
     free_ids_.push_back(idx);  // an empty entry of subs_, reused by the next install
     by_id_.erase(at);
     *err = e.message;
@@ -1400,7 +1447,7 @@ subscription* reflector::install(std::unique_ptr<subscription> s, uint32_t slot,
   s->slot = slot;
   ps.set(slot, idx + 1);
   at->second = idx;
-  by_account_[s->account].push_back(idx);
+  by_account_[absl_view(s->account())].push_back(idx);
   s->version = next_version();
   s->serial = ++serials_;
   subs_[idx] = std::move(s);
@@ -1436,9 +1483,9 @@ void reflector::uninstall(const std::string& sid) {
   partition_slots& ps = partitions_[s.partition];
   ps.set(s.slot, 0);
   ps.free.push_back(s.slot);
-  auto& mine = by_account_[s.account];
+  auto& mine = by_account_[absl_view(s.account())];
   std::erase(mine, idx);
-  if (mine.empty()) by_account_.erase(s.account);
+  if (mine.empty()) by_account_.erase(absl_view(s.account()));
   list_entries_ -= s.list.size();
   by_id_.erase(it);
   subs_[idx].reset();
@@ -1448,13 +1495,13 @@ void reflector::uninstall(const std::string& sid) {
 
 std::string reflector::record_of(const subscription& s) const {
   std::string v;
-  v.reserve(160 + s.account.size() + s.query.size() + s.title.size());
+  v.reserve(160 + s.account().size() + s.query().size() + s.title().size());
   v += "{\"v\": 1, \"account\": ";
-  base::append_json_string(s.account, v);
+  base::append_json_string(s.account(), v);
   v += ", \"query\": ";
-  base::append_json_string(s.query, v);
+  base::append_json_string(s.query(), v);
   v += ", \"title\": ";
-  base::append_json_string(s.title, v);
+  base::append_json_string(s.title(), v);
   // The numbers go through a buffer on the stack: fmt writing into a std::string resizes
   // it (zero-filling) field by field, 6% of a bulk creation's shard time with the other
   // string formats.
@@ -1471,11 +1518,11 @@ std::string reflector::record_of(const subscription& s) const {
 std::string reflector::json_of(const subscription& s) const {
   const std::string t = s.token();
   std::string v = "{\"id\": ";
-  base::append_json_string(s.id, v);
+  base::append_json_string(s.id(), v);
   v += ", \"query\": ";
-  base::append_json_string(s.query, v);
+  base::append_json_string(s.query(), v);
   v += fmt::format(", \"k\": {}, \"title\": ", s.k);
-  base::append_json_string(s.title, v);
+  base::append_json_string(s.title(), v);
   char created[32];
   created[feed::format_rfc3339(s.created, created)] = 0;
   v += fmt::format(
@@ -1570,10 +1617,11 @@ void reflector::on_record(rt::shard&, rt::kind k, std::string_view key, std::str
   }
   if (k != rt::kind::subscriptions) return;
   auto s = std::make_unique<subscription>();
-  s->id = key;
   s->partition = partition_of(key);
   s->live = true;
   uint64_t slot = 0;
+  // Views into the parser's buffer, copied into the subscription's block after the loop.
+  std::string_view account, query, title;
   for (auto field : obj) {
     std::string_view name;
     if (field.unescaped_key().get(name)) return bad("bad key");
@@ -1589,13 +1637,13 @@ void reflector::on_record(rt::shard&, rt::kind k, std::string_view key, std::str
     }
     switch (f) {
       case sub_field::account:
-        s->account = str;
+        account = str;
         break;
       case sub_field::query:
-        s->query = str;
+        query = str;
         break;
       case sub_field::title:
-        s->title = str;
+        title = str;
         break;
       case sub_field::token_bits:
         if (!unhex(str, s->token_bits.data(), s->token_bits.size())) return bad(name);
@@ -1620,6 +1668,7 @@ void reflector::on_record(rt::shard&, rt::kind k, std::string_view key, std::str
     }
   }
   if (slot >= UINT32_MAX) return bad("slot");
+  s->text.assign(key, account, query, title);
   s->changed = wall_now();  // a restart re-sends each feed once; never a false 304
   std::string err;
   if (install(std::move(s), uint32_t(slot), &err) == nullptr) bad(err);
@@ -1902,7 +1951,7 @@ void reflector::write_snapshot(uint32_t p) {
       continue;
     }
     sub.list.copy_to(snap_seqs_);
-    append_list_snapshot(snapshot_id_hash(sub.id), list_identity(sub), snap_seqs_.data(),
+    append_list_snapshot(snapshot_id_hash(sub.id()), list_identity(sub), snap_seqs_.data(),
                          snap_seqs_.size(), snap_bytes_);
     ++count;
   }
@@ -2326,7 +2375,7 @@ void reflector::backfill(const std::vector<std::pair<std::string, uint64_t>>& su
   for (const auto& [sid, upto] : subs) {
     subscription* sub = find(sid);
     if (sub == nullptr || sub->from_seq >= upto) continue;
-    qs.push_back({sub->query, sub->k, sub->from_seq + 1, upto});
+    qs.push_back({std::string(sub->query()), sub->k, sub->from_seq + 1, upto});
     ids.push_back(sid);
     ++sub->backfilling;
   }
@@ -2656,7 +2705,7 @@ rendered_ptr reflector::render(subscription& s, feed_format f) {
   // The query's positive words, for marking: parsed again per render (a few microseconds,
   // once per change) rather than kept per subscription.
   std::vector<std::string> words;
-  if (matcher::parsed_query pq; parser_.parse(s.query, pq).ok()) words = positive_words(pq.tree);
+  if (matcher::parsed_query pq; parser_.parse(s.query(), pq).ok()) words = positive_words(pq.tree);
   std::vector<feed_item> items;
   items.reserve(seqs.size());
   for (size_t i = seqs.size(); i-- > 0;) {  // newest first
@@ -2687,15 +2736,16 @@ rendered_ptr reflector::render(subscription& s, feed_format f) {
   auto out = std::make_shared<rendered>();
   const std::string token = s.token();
   const std::string self = "/f/" + token;
-  const std::string title = s.title.empty() ? "feedplane: " + s.query : s.title;
+  const std::string title =
+      s.title().empty() ? fmt::format("feedplane: {}", s.query()) : std::string(s.title());
   feed_info info;
   info.title = title;
-  info.id = s.id;
+  info.id = s.id();
   info.self_path = self;
-  info.query = s.query;
+  info.query = s.query();
   info.updated = s.changed;
   render_feed(f, info, items, out->body);
-  out->etag = feed_etag(seqs, s.generation, s.title, s.k, f);
+  out->etag = feed_etag(seqs, s.generation, s.title(), s.k, f);
   out->last_modified = s.changed;
   out->format = f;
   out->gzip.resize(libdeflate_gzip_compress_bound(gz_, out->body.size()));
@@ -2820,8 +2870,8 @@ void reflector::create_here(const call_ptr& c, std::vector<new_sub> subs, bool b
       if (!had->live) {
         set_call_error(*c, 503, "unavailable",
                        "the first request with this Idempotency-Key is not finished; retry");
-      } else if (had->account != n.account || had->query != n.query || had->k != n.k ||
-                 had->title != n.title) {
+      } else if (had->account() != n.account || had->query() != n.query || had->k != n.k ||
+                 had->title() != n.title) {
         set_call_error(*c, 409, "idempotency_conflict",
                        "this Idempotency-Key was used for another subscription");
       } else {
@@ -2876,12 +2926,9 @@ void reflector::create_here(const call_ptr& c, std::vector<new_sub> subs, bool b
                                     now)});
     }
     auto s = std::make_unique<subscription>();
-    s->id = std::move(n.id);
-    s->account = std::move(n.account);
-    s->query = std::move(n.query);
-    s->title = std::move(n.title);
+    s->text.assign(n.id, n.account, n.query, n.title);
     s->k = n.k;
-    s->partition = partition_of(s->id);
+    s->partition = partition_of(s->id());
     // Live matching starts now. With a backfill the subscription also takes its matches
     // among the recent articles: its record says it matches from the window's first
     // sequence, so a replay of the log gives it the same list.
@@ -2899,11 +2946,11 @@ void reflector::create_here(const call_ptr& c, std::vector<new_sub> subs, bool b
       c->lines[i] = error_json("invalid_query", err);
       continue;
     }
-    w->ops.push_back({rt::kind::subscriptions, false, in->id, record_of(*in)});
+    w->ops.push_back({rt::kind::subscriptions, false, std::string(in->id()), record_of(*in)});
     made.push_back(in->serial);
     made_at.push_back(at);
     where.push_back(i);
-    if (in->from_seq < last_seq_) backfills.emplace_back(in->id, last_seq_);
+    if (in->from_seq < last_seq_) backfills.emplace_back(in->id(), last_seq_);
   }
   if (made.empty()) {
     c->status = bulk ? 200 : 400;
@@ -2916,7 +2963,7 @@ void reflector::create_here(const call_ptr& c, std::vector<new_sub> subs, bool b
       const std::string msg(store::store_errc_message(store::store_errc(done.status)));
       for (size_t j = 0; j < g->serials.size(); ++j) {
         if (subscription* sub = g->get(self, j)) {
-          const std::string sid = sub->id;  // uninstall frees the subscription
+          const std::string sid(sub->id());  // uninstall frees the subscription
           self.uninstall(sid);
         }
         c->lines[g->where[j]] = error_json("store_failed", msg);
@@ -2935,9 +2982,9 @@ void reflector::create_here(const call_ptr& c, std::vector<new_sub> subs, bool b
       if (bulk) {
         // One allocation, sized first (fmt grew it three times).
         std::string& line = c->lines[g->where[j]];
-        line.reserve(20 + sub->id.size() + token_text_size);
+        line.reserve(20 + sub->id().size() + token_text_size);
         line += "\"id\": \"";
-        line += sub->id;  // an id made here: base64url, nothing to escape
+        line += sub->id();  // an id made here: base64url, nothing to escape
         line += "\", \"feed\": \"/f/";
         append_token(sub->token_parts(), line);
         line += '"';
@@ -2961,7 +3008,7 @@ void reflector::create_here(const call_ptr& c, std::vector<new_sub> subs, bool b
   rt::write_ptr wp = std::move(w);
   if (!s_.rt->write(wp, rt::write_lane::api)) {
     for (const uint32_t idx : made_at) {
-      const std::string sid = subs_[idx]->id;  // uninstall frees the subscription
+      const std::string sid(subs_[idx]->id());  // uninstall frees the subscription
       uninstall(sid);
     }
     set_call_error(*c, 503, "unavailable", "the store's write ring is full; retry");
@@ -3061,7 +3108,7 @@ void reflector::change_here(const call_ptr& c, const std::string& account, const
     set_call_error(*c, 404, "not_found", "no subscription with this id");
     return;
   }
-  if (s->account != account) {
+  if (s->account() != account) {
     set_call_error(*c, 403, "not_yours", "this subscription belongs to another account");
     return;
   }
@@ -3092,10 +3139,8 @@ void reflector::change_here(const call_ptr& c, const std::string& account, const
     };
   } else {
     subscription next;  // the changed settings, applied once durable
-    next.id = s->id;
-    next.account = s->account;
-    next.query = spec.query.value_or(s->query);
-    next.title = spec.title.value_or(s->title);
+    next.text.assign(s->id(), s->account(), spec.query ? *spec.query : s->query(),
+                     spec.title ? *spec.title : s->title());
     next.k = spec.k.value_or(s->k);
     next.slot = s->slot;
     next.token_bits = s->token_bits;
@@ -3103,7 +3148,7 @@ void reflector::change_here(const call_ptr& c, const std::string& account, const
       set_call_error(*c, 500, "internal", "no random bytes");
       return;
     }
-    const bool new_query = next.query != s->query;
+    const bool new_query = next.query() != s->query();
     next.generation = s->generation + (new_query ? 1 : 0);
     // A new query starts a new list: its matches among the recent articles (backfill),
     // then live ones; the record says from where, so a replay gives the same list.
@@ -3113,7 +3158,7 @@ void reflector::change_here(const call_ptr& c, const std::string& account, const
     const uint64_t upto = last_seq_;
     next.created = s->created;
     w->ops.push_back({rt::kind::subscriptions, false, sid, record_of(next)});
-    w->fn = [c, sid, q = next.query, t = next.title, k = next.k, g = next.generation,
+    w->fn = [c, sid, q = next.query(), t = next.title(), k = next.k, g = next.generation,
              from = next.from_seq, new_query, bits = next.token_bits,
              upto](rt::shard& sh, fn_write& done) {
       reflector& self = of(sh);
@@ -3136,8 +3181,11 @@ void reflector::change_here(const call_ptr& c, const std::string& account, const
         cur->list.clear();
         self.dirty_[cur->partition] = 1;
       }
-      cur->query = q;
-      cur->title = t;
+      // A new block: the id map's key views the old one's id until it is filed again.
+      const uint32_t idx = self.by_id_.at(sid);
+      self.by_id_.erase(sid);
+      cur->text.assign(cur->id(), cur->account(), q, t);
+      self.by_id_.emplace(cur->id(), idx);
       cur->k = k;
       cur->generation = g;
       cur->from_seq = from;
