@@ -62,6 +62,21 @@ TEST(reflector_token, refuses_what_it_did_not_make) {
   bad = good;
   bad[3] = '.';
   EXPECT_FALSE(rf::decode_token(bad, &out));
+  // Every byte value in a middle position: exactly the 64 of the URL-safe alphabet decode
+  // (bytes above 0x7F included, which are negative as a char), each to its own bits.
+  int accepted = 0;
+  for (int c = 0; c < 256; ++c) {
+    bad = good;
+    bad[3] = char(c);
+    const bool in_alphabet = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+                             (c >= '0' && c <= '9') || c == '-' || c == '_';
+    EXPECT_EQ(rf::decode_token(bad, &out), in_alphabet) << c;
+    if (in_alphabet) {
+      ++accepted;
+      EXPECT_EQ(rf::encode_token(out), bad);  // one spelling per token: the same text back
+    }
+  }
+  EXPECT_EQ(accepted, 64);
   // The last character carries 2 bits of data and 4 zero bits: any other is another text
   // for the same bytes, refused so that one token has one spelling.
   bad = good;

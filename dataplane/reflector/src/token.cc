@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <xxhash.h>
 
+#include <array>
 #include <atomic>
 #include <climits>
 #include <cstring>
@@ -17,14 +18,23 @@ namespace {
 
 constexpr char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
-int decode_char(char c) {
-  if (c >= 'A' && c <= 'Z') return c - 'A';
-  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-  if (c >= '0' && c <= '9') return c - '0' + 52;
-  if (c == '-') return 62;
-  if (c == '_') return 63;
-  return -1;
-}
+// base64url's value of each byte, -1 for a byte outside the alphabet. A table, because a
+// token's characters are random: the chain of range compares it replaces mispredicted a
+// branch or two per character (decode_token was 4.3% of a shard's 304 polls on a Xeon).
+constexpr std::array<int8_t, 256> decode_table = [] {
+  std::array<int8_t, 256> t{};
+  t.fill(-1);
+  for (int i = 0; i < 26; ++i) {
+    t[size_t('A' + i)] = int8_t(i);
+    t[size_t('a' + i)] = int8_t(26 + i);
+  }
+  for (int i = 0; i < 10; ++i) t[size_t('0' + i)] = int8_t(52 + i);
+  t[size_t('-')] = 62;
+  t[size_t('_')] = 63;
+  return t;
+}();
+
+int decode_char(char c) { return decode_table[uint8_t(c)]; }
 
 }  // namespace
 
