@@ -24,11 +24,11 @@ constexpr char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxy
 constexpr std::array<int8_t, 256> decode_table = [] {
   std::array<int8_t, 256> t{};
   t.fill(-1);
-  for (int i = 0; i < 26; ++i) {
-    t[size_t('A' + i)] = int8_t(i);
-    t[size_t('a' + i)] = int8_t(26 + i);
+  for (size_t i = 0; i < 26; ++i) {
+    t[size_t{'A'} + i] = int8_t(i);
+    t[size_t{'a'} + i] = int8_t(26 + i);
   }
-  for (int i = 0; i < 10; ++i) t[size_t('0' + i)] = int8_t(52 + i);
+  for (size_t i = 0; i < 10; ++i) t[size_t{'0'} + i] = int8_t(52 + i);
   t[size_t('-')] = 62;
   t[size_t('_')] = 63;
   return t;
