@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <string>
@@ -245,6 +246,83 @@ TEST(net_loop, cancel_pending_recv_and_user_buffer_recv) {
   ASSERT_TRUE(run_until(*l, [&] { return r3.calls > 0; }));
   EXPECT_EQ(r3.res, 0);
   close(sv[0]);
+}
+
+// The loop posts few of its provided buffers (so receives reuse warm memory) and posts more
+// when a turn's receives find the ring empty: nothing is lost, and no receive ever lands in
+// a buffer that was not posted.
+TEST(net_loop, provided_buffers_posted_on_demand) {
+  loop_options o;
+  o.ring_entries = 256;
+  o.buffer_count = 256;
+  o.buffer_size = 64;
+  auto l = make_loop(o);
+  ASSERT_TRUE(l);
+  EXPECT_EQ(l->stats().buffers_posted, 64u);
+  constexpr int n = 150;  // more receives in one turn than the 64 posted at first
+  struct peer {
+    loop* l = nullptr;
+    int fd[2] = {-1, -1};
+    std::string got;
+    int rearms = 0;
+    std::vector<const std::byte*>* seen = nullptr;
+    void arm() { ASSERT_TRUE(l->recv_provided(fd[0], bind<&peer::on>(this)).valid()); }
+    void on(const completion& c) {
+      if (c.res == -ENOBUFS) {
+        ++rearms;
+        arm();
+        return;
+      }
+      ASSERT_GT(c.res, 0);
+      seen->push_back(c.data.data());
+      got.append(reinterpret_cast<const char*>(c.data.data()), c.data.size());
+    }
+  };
+  std::vector<const std::byte*> seen;
+  std::vector<peer> peers(n);
+  for (int i = 0; i < n; ++i) {
+    peer& p = peers[size_t(i)];
+    p.l = l.get();
+    p.seen = &seen;
+    ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p.fd), 0);
+    const std::string msg = "message " + std::to_string(i);
+    ASSERT_EQ(write(p.fd[1], msg.data(), msg.size()), ssize_t(msg.size()));
+  }
+  for (peer& p : peers) p.arm();  // all submitted in one turn, the data already there
+  size_t done = 0;
+  ASSERT_TRUE(run_until(*l, [&] {
+    done = 0;
+    for (int i = 0; i < n; ++i) done += peers[size_t(i)].got == "message " + std::to_string(i);
+    return done == size_t(n);
+  }));
+  int rearms = 0;
+  for (const peer& p : peers) rearms += p.rearms;
+  EXPECT_GT(rearms, 0);  // the first turn ran the ring dry
+  EXPECT_GT(l->stats().enobufs, 0u);
+  const uint32_t posted = l->stats().buffers_posted;
+  EXPECT_GT(posted, 64u);
+  EXPECT_LE(posted, 256u);
+  // Every receive landed in one of the first `posted` buffers.
+  const std::byte* lowest = *std::min_element(seen.begin(), seen.end());
+  for (const std::byte* b : seen) {
+    EXPECT_LT(size_t(b - lowest), size_t(posted) * o.buffer_size);
+    EXPECT_EQ(size_t(b - lowest) % o.buffer_size, 0u);
+  }
+  // A quiet stream of single receives now cycles through the posted buffers only.
+  seen.clear();
+  for (int round = 0; round < 3 * 256; ++round) {
+    peer& p = peers[size_t(round % n)];
+    p.got.clear();
+    ASSERT_EQ(write(p.fd[1], "x", 1), 1);
+    p.arm();
+    ASSERT_TRUE(run_until(*l, [&] { return !p.got.empty(); }));
+  }
+  EXPECT_EQ(l->stats().buffers_posted, posted);
+  for (const std::byte* b : seen) EXPECT_LT(size_t(b - lowest), size_t(posted) * o.buffer_size);
+  for (peer& p : peers) {
+    close(p.fd[0]);
+    close(p.fd[1]);
+  }
 }
 
 TEST(net_loop, slab_exhaustion_returns_invalid_op) {

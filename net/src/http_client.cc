@@ -82,7 +82,7 @@ struct http_client::txn {
   void* ctx = nullptr;
   fetch_request req;
   url cur;
-  std::vector<std::string> visited;  // every URL of the chain, for loop detection
+  std::vector<std::string> visited;  // every URL of a chain that redirected, for loops
   size_t nvisited = 0;               // visited[0, nvisited) are this chain's (rest: capacity)
   fetch_result result;
   // Header strings beyond result.headers.size(), kept with their capacity for the next
@@ -310,8 +310,7 @@ uint64_t http_client::fetch(const fetch_request& req, done_fn done, void* ctx) {
     finish(t, unsupported ? fetch_error::unsupported_scheme : fetch_error::bad_url, req.url);
     return id;
   }
-  visit(t, t->cur);
-  start_hop(t);
+  start_hop(t);  // the chain's first URL is recorded for loop detection at its first redirect
   return id;
 }
 
@@ -917,6 +916,7 @@ void http_client::on_response(conn* c, bool reusable) {
     hop.status = r.status;
     hop.permanent = r.status == 301 || r.status == 308;
     r.redirects.push_back(hop);
+    if (t->nvisited == 0) visit(t, t->cur);  // the first hop: its origin joins the chain
     if (visited(t, hop.to)) {
       finish(t, fetch_error::redirect_loop, hop.to);
       return;

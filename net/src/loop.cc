@@ -24,6 +24,8 @@ enum kind : uint64_t {
   k_msg_send = 4,  // a failed MSG_RING we sent (success CQEs are skipped); low bits: target eventfd
   k_ignore = 5,    // cancel requests and other fire-and-forget SQEs
 };
+// Provided buffers posted at start (loop.cc's ring set-up says why not all of them).
+constexpr uint32_t initial_posted_buffers = 64;
 constexpr uint64_t pack(uint64_t k, uint32_t gen, uint32_t index) {
   return (k << 56) | (uint64_t(gen & 0xffffffu) << 32) | index;
 }
@@ -117,12 +119,20 @@ int loop::init(const loop_options& opt, std::string* error) {
     return r;
   }
   io_uring_buf_ring_init(buf_ring_);
-  const int mask = io_uring_buf_ring_mask(buf_count_);
-  for (uint32_t i = 0; i < buf_count_; ++i) {
+  // The ring is a queue: the kernel takes from its head, a recycled buffer goes to its tail,
+  // so a receive writes into the buffer used `posted` receives ago. With all 1024 posted
+  // (16 MiB of 16 KiB buffers) that memory is never in the cache or the TLB: the kernel's copy
+  // into it was 11-12% of the HTTP client's CPU on 8 KB bodies against 7% with 64 (perf of
+  // bench/http_client_bench on a Xeon). So only a few are posted, and more (doubling) when a
+  // receive finds the ring empty: the posted set settles at the largest number of receives
+  // one turn completes.
+  buf_posted_ = std::min<uint32_t>(buf_count_, initial_posted_buffers);
+  for (uint32_t i = 0; i < buf_posted_; ++i) {
     io_uring_buf_ring_add(buf_ring_, buf_base_ + size_t(i) * buf_size_, buf_size_, uint16_t(i),
-                          mask, int(i));
+                          io_uring_buf_ring_mask(buf_count_), int(i));
   }
-  io_uring_buf_ring_advance(buf_ring_, int(buf_count_));
+  io_uring_buf_ring_advance(buf_ring_, int(buf_posted_));
+  stats_.buffers_posted = buf_posted_;
 
   max_ops_ = opt.max_ops == 0 ? 1 : opt.max_ops;
 
@@ -336,6 +346,16 @@ void loop::request_stop() {
   wake_from_any_thread();
 }
 
+void loop::post_more_buffers() {
+  const uint32_t n = std::min(buf_posted_, buf_count_ - buf_posted_);
+  for (uint32_t i = buf_posted_; i < buf_posted_ + n; ++i) {
+    io_uring_buf_ring_add(buf_ring_, buf_base_ + size_t(i) * buf_size_, buf_size_, uint16_t(i),
+                          io_uring_buf_ring_mask(buf_count_), buf_recycled_++);
+  }
+  buf_posted_ += n;  // published with the recycled ones, at the end of the batch
+  stats_.buffers_posted = buf_posted_;
+}
+
 void loop::recycle_buffer(uint16_t bid) {
   io_uring_buf_ring_add(buf_ring_, buf_base_ + size_t(bid) * buf_size_, buf_size_, bid,
                         io_uring_buf_ring_mask(buf_count_), buf_recycled_++);
@@ -365,6 +385,7 @@ void loop::dispatch(uint64_t ud, int32_t res, uint32_t flags) {
         c.data = {buf_base_ + size_t(bid) * buf_size_, res > 0 ? size_t(res) : 0};
       } else if (res == -ENOBUFS) {
         ++stats_.enobufs;
+        if (buf_posted_ < buf_count_) post_more_buffers();  // before the handler re-arms
       }
       if (h.fn != nullptr) h.fn(h.ctx, c);
       if (has_buf) recycle_buffer(bid);

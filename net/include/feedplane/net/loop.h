@@ -123,12 +123,13 @@ class timer {
 
 // Counters, read on the loop thread (or after it stopped).
 struct loop_stats {
-  uint64_t submitted = 0;    // SQEs handed to the kernel
-  uint64_t completions = 0;  // CQEs reaped
-  uint64_t waits = 0;        // io_uring_enter calls that waited
-  uint64_t enobufs = 0;      // provided-buffer receives that found the ring empty
-  uint64_t stale = 0;        // CQEs whose slot generation did not match (a bug if > 0)
-  uint64_t wakes = 0;        // wake handler invocations
+  uint64_t submitted = 0;       // SQEs handed to the kernel
+  uint64_t completions = 0;     // CQEs reaped
+  uint64_t waits = 0;           // io_uring_enter calls that waited
+  uint64_t enobufs = 0;         // provided-buffer receives that found the ring empty
+  uint32_t buffers_posted = 0;  // provided buffers handed to the kernel so far (see loop.cc)
+  uint64_t stale = 0;           // CQEs whose slot generation did not match (a bug if > 0)
+  uint64_t wakes = 0;           // wake handler invocations
 };
 
 // The opcodes the loop needs; start-up fails naming the first one the kernel lacks.
@@ -262,6 +263,10 @@ class loop {
   uint32_t buf_count_ = 0;
   uint32_t buf_size_ = 0;
   int buf_recycled_ = 0;  // added since the last advance
+  // Buffers 0..buf_posted_-1 are in use (in the ring or held by a handler); the rest wait
+  // until a receive finds the ring empty (post_more_buffers).
+  uint32_t buf_posted_ = 0;
+  void post_more_buffers();
 
   // Wake-up: eventfd read armed permanently; MSG_RING completions arrive tagged.
   int event_fd_ = -1;
