@@ -2946,7 +2946,8 @@ void reflector::create_here(const call_ptr& c, std::vector<new_sub> subs, bool b
       c->lines[i] = error_json("invalid_query", err);
       continue;
     }
-    w->ops.push_back({rt::kind::subscriptions, false, std::string(in->id()), record_of(*in)});
+    // The request's id is the record's key: moved, not copied (the subscription has its own).
+    w->ops.push_back({rt::kind::subscriptions, false, std::move(n.id), record_of(*in)});
     made.push_back(in->serial);
     made_at.push_back(at);
     where.push_back(i);
