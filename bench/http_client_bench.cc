@@ -1,7 +1,9 @@
 // HTTP client: fetches per client CPU-second against nginx serving an 8 KB feed, for 200,
 // 304 revalidation and gzip, feedplane's io_uring client against a libcurl multi client
 // with the same concurrency (64 transfers by default, --concurrency=N; keep-alive) in the
-// same run; and absolute fetches per wall second beside wrk's (-t1 -cN) against the same
+// same run, alternated in --rounds=N rounds (default 4) of 80,000 / N fetches each, pinned
+// to CPUs with --pin=apart|together (below); and
+// absolute fetches per wall second beside wrk's (-t1 -cN) against the same
 // nginx (one worker, worker_connections above 2N).
 //
 // Over HTTPS: https_200 on kept-alive connections; https_new_conn on a new connection per
@@ -22,6 +24,7 @@
 // issue 10), crawling a farm the way feedplane's crawler does (crawl_peer below).
 #include <benchmark/benchmark.h>
 #include <curl/curl.h>
+#include <sched.h>
 #include <time.h>
 
 #include <algorithm>
@@ -39,8 +42,37 @@
 
 namespace {
 
-int k_concurrency = 64;           // --concurrency=N
-constexpr int k_fetches = 20000;  // per iteration
+int k_concurrency = 64;  // --concurrency=N
+// Each client makes 80,000 fetches per case, in k_rounds rounds alternated with the other
+// client's (--rounds=N, default 4): more, shorter rounds let a slow spell of the machine
+// fall on both clients alike.
+constexpr int k_total_fetches = 80000;
+int k_rounds = 4;
+// --pin=apart: the clients on the first allowed CPU, nginx on the last; --pin=together: all
+// on the first. Unpinned, where the scheduler puts nginx beside the client moves the ratio
+// from run to run; on a VM a wake-up of the other CPU is a costly exit, paid more often by
+// libcurl (a system call per socket operation) than by io_uring (one enter per turn).
+enum class pin_mode { none, apart, together };
+pin_mode k_pin = pin_mode::none;
+
+std::vector<int> pin_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  }
+  if (cpus.empty()) cpus.push_back(0);
+  return cpus;
+}
+
+void pin_to(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  if (sched_setaffinity(0, sizeof(set), &set) != 0) std::perror("sched_setaffinity");
+}
 
 double cpu_now() {
   timespec ts;
@@ -118,7 +150,11 @@ bool start_env(std::string* err) {
       std::to_string(g_env->tls_port) +
       " ssl backlog=8192;\n    root @DIR@/www;\n    ssl_certificate @DIR@/leaf.pem;\n"
       "    ssl_certificate_key @DIR@/leaf.key;\n  }\n";
+  // nginx inherits the CPU this thread is on when it starts.
+  const std::vector<int> cpus = pin_cpus();
+  if (k_pin != pin_mode::none) pin_to(k_pin == pin_mode::apart ? cpus.back() : cpus.front());
   *err = g_env->nginx.start(conf, g_env->port, 1, std::max(4096, 2 * k_concurrency + 64));
+  if (k_pin != pin_mode::none) pin_to(cpus.front());
   return err->empty();
 }
 
@@ -341,7 +377,7 @@ void bm_case(benchmark::State& state, mode m, const std::string& name) {
   batch_result fsum, csum;
   int64_t fetches = 0;
   // A full handshake costs both ends far more than a fetch: fewer per round.
-  const int per_round = new_conn_mode(m) ? k_fetches / 10 : k_fetches;
+  const int per_round = (new_conn_mode(m) ? k_total_fetches / 10 : k_total_fetches) / k_rounds;
   for (auto _ : state) {
     auto f = fp.run(per_round);
     auto c = cu.run(per_round);
@@ -410,7 +446,7 @@ void register_all() {
     benchmark::RegisterBenchmark(("feedplane_vs_libcurl_multi/" + n).c_str(),
                                  [m, n](benchmark::State& st) { bm_case(st, m, n); })
         ->UseManualTime()
-        ->Iterations(4)
+        ->Iterations(k_rounds)
         ->Unit(benchmark::kMillisecond);
   }
 }
@@ -665,6 +701,15 @@ int main(int argc, char** argv) {
     const char* v = eq == std::string::npos ? "" : a.c_str() + eq + 1;
     if (key == "--concurrency=") {
       k_concurrency = std::max(1, std::atoi(v));
+    } else if (key == "--pin=") {
+      const std::string m = v;
+      if (m != "apart" && m != "together") {
+        std::fprintf(stderr, "--pin=apart or --pin=together\n");
+        return 2;
+      }
+      k_pin = m == "apart" ? pin_mode::apart : pin_mode::together;
+    } else if (key == "--rounds=") {
+      k_rounds = std::clamp(std::atoi(v), 1, 800);
     } else if (a == "--verify-only") {
       verify = true;
     } else if (key == "--crawl=") {
