@@ -122,10 +122,10 @@ int loop::init(const loop_options& opt, std::string* error) {
   // The ring is a queue: the kernel takes from its head, a recycled buffer goes to its tail,
   // so a receive writes into the buffer used `posted` receives ago. With all 1024 posted
   // (16 MiB of 16 KiB buffers) that memory is never in the cache or the TLB: the kernel's copy
-  // into it was 11-12% of the HTTP client's CPU on 8 KB bodies against 7% with 64 (perf of
-  // bench/http_client_bench on a Xeon). So only a few are posted, and more (doubling) when a
-  // receive finds the ring empty: the posted set settles at the largest number of receives
-  // one turn completes.
+  // into it was 10.7-12.6% of the HTTP client's CPU on 8 KB bodies, 7.4-9.6% with 64 posted
+  // (perf of bench/http_client_bench on a Xeon). So only a few are posted, and more (doubling) when
+  // a receive finds the ring empty: the posted set settles at the largest number of receives one
+  // turn completes.
   buf_posted_ = std::min<uint32_t>(buf_count_, initial_posted_buffers);
   for (uint32_t i = 0; i < buf_posted_; ++i) {
     io_uring_buf_ring_add(buf_ring_, buf_base_ + size_t(i) * buf_size_, buf_size_, uint16_t(i),

@@ -88,7 +88,8 @@ struct op_id {
 struct loop_options {
   uint32_t ring_entries = 1024;  // SQ size; CQ is twice as large
   uint32_t max_ops = 1u << 20;   // slab capacity (grows in chunks of 4096 up to this)
-  uint32_t buffer_count = 1024;  // provided receive buffers, power of two
+  uint32_t buffer_count = 1024;  // provided receive buffers, power of two (64 posted at
+                                 // first, more when a turn's receives need them: loop.cc)
   uint32_t buffer_size = 8192;   // bytes per provided buffer
 };
 
