@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "feedplane/base/ascii.h"
+#include "feedplane/base/base64.h"
 #include "internal.h"
 
 namespace feedplane::feed {
@@ -966,7 +967,7 @@ void parser::impl::atom_text(pugi::xml_node n, std::string& o) {
                       type.starts_with("video/") || type == "application/octet-stream";
   if (base64 || binary) {
     scratch.clear();
-    if (decode_base64(o, scratch)) {
+    if (base::decode_base64_lenient(o, scratch)) {
       o.swap(scratch);
     } else {
       note(st, recovery::bad_base64);

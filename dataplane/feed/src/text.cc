@@ -1,5 +1,5 @@
-// Entity decoding (with the matcher's decoder), base64, trimming and HTML link resolution
-// for feed text.
+// Entity decoding (with the matcher's decoder), trimming and HTML link resolution for feed
+// text.
 #include <algorithm>
 #include <cstring>
 
@@ -74,41 +74,6 @@ void decode_entities(std::string_view in, std::string& out, decode_stats& st) {
       i = a + r.used;
     }
   }
-}
-
-bool decode_base64(std::string_view in, std::string& out) {
-  uint32_t acc = 0;
-  int bits = 0;
-  int pad = 0;
-  for (char c : in) {
-    int v;
-    if (c >= 'A' && c <= 'Z') {
-      v = c - 'A';
-    } else if (c >= 'a' && c <= 'z') {
-      v = c - 'a' + 26;
-    } else if (c >= '0' && c <= '9') {
-      v = c - '0' + 52;
-    } else if (c == '+' || c == '-') {
-      v = 62;
-    } else if (c == '/' || c == '_') {
-      v = 63;
-    } else if (c == '=') {
-      ++pad;
-      continue;
-    } else if (is_ascii_space(c)) {
-      continue;
-    } else {
-      return false;
-    }
-    if (pad != 0) return false;
-    acc = (acc << 6) | static_cast<uint32_t>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<char>((acc >> bits) & 0xFF));
-    }
-  }
-  return pad <= 2;
 }
 
 void trim(std::string& s) {

@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "feedplane/base/ascii.h"
+#include "feedplane/base/base64.h"
 #include "feedplane/base/json.h"
 #include "feedplane/dataplane/auth.h"
 #include "feedplane/dataplane/config.h"
@@ -225,7 +226,7 @@ std::string idempotent_id(std::string_view account, std::string_view key) {
   in += key;
   uint8_t d[32];
   SHA256(reinterpret_cast<const unsigned char*>(in.data()), in.size(), d);
-  return "s_" + base64url(d, 12);
+  return "s_" + base::base64url(d, 12);
 }
 
 int64_t steady_ms() {
@@ -1154,7 +1155,7 @@ void reflector::create_account(net::request_context& ctx, net::http_response& r)
     net::set_json_error(r, 500, "internal", "no random bytes");
     return;
   }
-  const std::string secret = aid + "." + base64url(bits, sizeof(bits));
+  const std::string secret = aid + "." + base::base64url(bits, sizeof(bits));
   account a;
   SHA256(reinterpret_cast<const unsigned char*>(secret.data()), secret.size(),
          a.secret_sha256.data());
@@ -1351,7 +1352,7 @@ void reflector::rotate_secret(net::request_context& ctx, net::http_response& r) 
       self.finish(*c);
       return;
     }
-    const std::string secret = acct + "." + base64url(bits, sizeof(bits));
+    const std::string secret = acct + "." + base::base64url(bits, sizeof(bits));
     std::array<uint8_t, 32> hash{};
     SHA256(reinterpret_cast<const unsigned char*>(secret.data()), secret.size(), hash.data());
     self.start_call(

@@ -36,9 +36,6 @@ struct decode_stats {
 // survive.
 void decode_entities(std::string_view in, std::string& out, decode_stats& stats);
 
-// Decodes base64 (whitespace ignored) appending to out; false on malformed input.
-bool decode_base64(std::string_view in, std::string& out);
-
 // Removes leading and trailing ASCII whitespace from s in place (base::ascii_trim is the
 // string_view form).
 void trim(std::string& s);

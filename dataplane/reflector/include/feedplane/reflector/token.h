@@ -54,9 +54,6 @@ bool random_bytes(void* out, size_t n);
 // store's memtables fill nearly in key order and its files do not overlap. Empty when the
 // random bytes fail.
 std::string time_ordered_id(char prefix, uint64_t unix_ms);
-// URL-safe base64 without padding; append_base64url appends it to out.
-std::string base64url(const uint8_t* p, size_t n);
-void append_base64url(const uint8_t* p, size_t n, std::string& out);
 // Lower-case hex.
 std::string hex(const uint8_t* p, size_t n);
 
