@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <deque>
 #include <pugixml.hpp>
 #include <random>
 #include <set>
@@ -19,6 +20,7 @@
 #include "feedplane/reflector/last_k.h"
 #include "feedplane/reflector/render.h"
 #include "feedplane/reflector/render_cache.h"
+#include "feedplane/reflector/seq_list.h"
 #include "feedplane/reflector/token.h"
 
 namespace rf = feedplane::reflector;
@@ -409,3 +411,43 @@ TEST(reflector_render_cache, versions_budget_and_clock) {
 }
 
 }  // namespace
+
+// The recent index's postings against a std::deque doing the same: appends of ascending
+// sequences, trims of the front at random points (the window's start moving), the newest
+// first iteration that a search reads, and the compaction that keeps memory to what is live.
+TEST(reflector_seq_list, behaves_as_a_deque_trimmed_from_the_front) {
+  std::mt19937_64 rng(7);
+  rf::seq_list l;
+  std::deque<uint64_t> model;
+  uint64_t next = 1, first = 1;
+  size_t most_kept = 0;
+  for (int step = 0; step < 20000; ++step) {
+    if (rng() % 3 != 0) {
+      next += 1 + rng() % 5;
+      l.push_back(next);
+      model.push_back(next);
+    } else {
+      first = std::min(next + 1, first + rng() % 12);
+      size_t dropped = 0;
+      while (!model.empty() && model.front() < first) {
+        model.pop_front();
+        ++dropped;
+      }
+      ASSERT_EQ(l.trim_below(first), dropped) << step;
+      // Compacted: what it keeps is at most twice the live postings (or 16 dead ones).
+      ASSERT_LE(l.v.size(), std::max<size_t>(2 * l.size(), l.size() + 16)) << step;
+    }
+    ASSERT_EQ(l.size(), model.size()) << step;
+    ASSERT_EQ(l.empty(), model.empty()) << step;
+    most_kept = std::max(most_kept, l.size());
+    if (step % 97 == 0) {
+      const std::vector<uint64_t> got(l.rbegin(), l.rend());
+      const std::vector<uint64_t> want(model.rbegin(), model.rend());
+      ASSERT_EQ(got, want) << step;
+    }
+  }
+  EXPECT_GT(most_kept, 20u);  // the trims left lists long enough to compact
+  EXPECT_EQ(l.trim_below(UINT64_MAX), model.size());
+  EXPECT_TRUE(l.empty());
+  EXPECT_TRUE(l.v.empty());
+}

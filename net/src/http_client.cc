@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <memory>
 
@@ -176,8 +177,14 @@ bool http_client::addresses_allowed(const std::vector<ip_address>& addrs) const 
 
 const ip_address* http_client::pinned(std::string_view host, uint16_t port) const {
   if (pins_.empty()) return nullptr;
-  if (auto it = pins_.find(fmt_pin_key(host, port)); it != pins_.end()) return &it->second;
-  if (auto it = pins_.find(fmt_pin_key("*", port)); it != pins_.end()) return &it->second;
+  // The key is built in a kept buffer: no allocation per lookup.
+  char digits[8];
+  const std::string_view p(digits, size_t(std::to_chars(digits, digits + 8, port).ptr - digits));
+  pin_key_.assign(host).push_back(':');
+  pin_key_.append(p);
+  if (auto it = pins_.find(pin_key_); it != pins_.end()) return &it->second;
+  pin_key_.assign("*:").append(p);
+  if (auto it = pins_.find(pin_key_); it != pins_.end()) return &it->second;
   return nullptr;
 }
 
@@ -1146,7 +1153,7 @@ void http_client::on_gc_timer(void* ctx) {
   // Runs from the loop's timer dispatch, never inside a client call, so no host_pool
   // reference is live on the stack. A pool with no connection and no waiting fetch is
   // referenced by nothing (conns drop their pool pointer when they close).
-  std::erase_if(self->pools_, [](const auto& kv) {
+  absl::erase_if(self->pools_, [](const auto& kv) {
     return kv.second->open == 0 && kv.second->waiting_empty() && kv.second->idle.empty();
   });
   self->loop_.arm(self->gc_timer_, std::max<uint32_t>(1, self->opt_.pool_gc_interval_ms));

@@ -63,7 +63,7 @@ for _ in $(seq 50); do
   sleep 0.1
 done
 
-# Fetched every 1-2 s (an unchanged document is a crawl write, which persists the weight).
+# Fetched every 1-2 s (a fetch after the weight moved is a crawl write, which persists it).
 cat >"$tmp/feedplane.toml" <<TOML
 [crawler]
 min_interval_s = 1

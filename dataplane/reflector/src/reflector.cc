@@ -52,6 +52,7 @@
 #include "feedplane/reflector/render.h"
 #include "feedplane/reflector/render_cache.h"
 #include "feedplane/reflector/sanitize.h"
+#include "feedplane/reflector/seq_list.h"
 #include "feedplane/reflector/snapshot.h"
 #include "feedplane/reflector/token.h"
 #include "feedplane/runtime/article.h"
@@ -685,7 +686,7 @@ class reflector final : public dataplane::component {
   // == its index), so the index costs the process one copy, not one per shard.
   std::deque<std::pair<uint64_t, int64_t>> window_;
   uint64_t window_first_seq_ = 1;
-  absl::flat_hash_map<uint64_t, std::deque<uint64_t>> postings_;
+  absl::flat_hash_map<uint64_t, seq_list> postings_;
   size_t postings_entries_ = 0;
   uint32_t since_sweep_ = 0;
   matcher::index search_index_;  // id 0: the query being searched
@@ -2258,10 +2259,7 @@ void reflector::index_recent(const rt::article& a) {
     since_sweep_ = 0;
     for (auto it = postings_.begin(); it != postings_.end();) {
       auto& q = it->second;
-      while (!q.empty() && q.front() < window_first_seq_) {
-        q.pop_front();
-        --postings_entries_;
-      }
+      postings_entries_ -= q.trim_below(window_first_seq_);
       if (q.empty()) {
         postings_.erase(it++);
       } else {
@@ -2303,7 +2301,7 @@ void reflector::search_now(const call_ptr& cp, const std::vector<search_query>& 
     // Candidates: per clause, the postings of its rarest required word.
     cand.clear();
     for (const matcher::query_clause& cl : pq.clauses) {
-      const std::deque<uint64_t>* best = nullptr;
+      const seq_list* best = nullptr;
       bool absent = false;
       for (const matcher::query_term& t : cl.must) {
         for (const std::string& w : t.words) {
