@@ -232,6 +232,12 @@ const std::vector<option>& options() {
                   "a feed's weight in the budget is 1 + the subscriptions one of its recent "
                   "articles matched; an article counts half as much per this many seconds "
                   "(0 = never ages)"),
+      uint_option("crawler.weight_persist_interval_s", &config::crawler,
+                  &K::weight_persist_interval_s, 0, u32,
+                  "a feed's weight that moved is written by a fetch that found nothing new "
+                  "at most once per this many seconds (a fetch with new articles always "
+                  "writes it); a crash loses at most about twice this much of its updates "
+                  "(0 = by every such fetch)"),
       uint_option("crawler.per_domain_connections", &config::crawler, &K::per_domain_connections, 1,
                   1024, "fetches in flight at once per registrable domain (or shared platform)"),
       uint_option("crawler.per_domain_rate", &config::crawler, &K::per_domain_rate, 0, 100'000,

@@ -63,11 +63,13 @@ for _ in $(seq 50); do
   sleep 0.1
 done
 
-# Fetched every 1-2 s (a fetch after the weight moved is a crawl write, which persists it).
+# Fetched every 1-2 s (a fetch after the weight moved is a crawl write, which persists it,
+# at most once per weight epoch: 1 s here, so the checks below wait a few fetches).
 cat >"$tmp/feedplane.toml" <<TOML
 [crawler]
 min_interval_s = 1
 max_interval_s = 2
+weight_persist_interval_s = 1
 [reflector]
 weight_report_interval_s = 1
 TOML
@@ -156,15 +158,16 @@ applied=$(metric feedplane_crawler_weight_updates_total)
 [ "$applied" = "$sent" ] || fail "reports applied $applied, sent $sent"
 [ "$(metric feedplane_reflector_weight_reports_dropped_total)" = 0 ] || fail "reports dropped"
 
-# ---- a crash and restart keep the weight: persisted by the next crawl write (a fetch after
-# the weight arrived), and the replayed articles, matched again, are not counted again.
+# ---- a crash and restart keep the weight: persisted by a crawl write (a fetch after the
+# weight arrived, in a weight epoch with no write of it yet: three fetches span two epochs of
+# 1 s), and the replayed articles, matched again, are not counted again.
 read -r w m a f0 <<<"$(weight "$hot")"
-for _ in $(seq 50); do
+for _ in $(seq 100); do
   read -r w m a f <<<"$(weight "$hot")"
-  [ "$f" -gt "$f0" ] && break
+  [ "$f" -gt $((f0 + 3)) ] && break
   sleep 0.1
 done
-[ "$f" -gt "$f0" ] || fail "hot was not fetched again: $(status "$hot")"
+[ "$f" -gt $((f0 + 3)) ] || fail "hot was not fetched again: $(status "$hot")"
 sleep 0.5  # that fetch's write is durable
 kill -KILL "$pid"
 wait "$pid" 2>/dev/null || true
@@ -178,5 +181,34 @@ python3 -c "import sys; sys.exit(0 if abs($w - $want) < 1e-3 and abs($a - 3) < 1
   fail "after restart, hot's weight, matches, articles: $w $m $a (want $want, 3 articles)"
 [ "$(metric feedplane_reflector_weight_reports_sent_total)" = 0 ] ||
   fail "the replayed log was counted: $(metric feedplane_reflector_weight_reports_sent_total)"
+stop
+
+# ---- the weight's writes are rate-limited: with the default weight epoch (300 s), matches
+# reported after an article's write are written with the feed's next article, not by each
+# 304 in between. Fetched every second (min = max: no write for a moved interval), as in
+# bench/crawler_throughput.sh. With weight_persist_interval_s = 0 each report costs a write
+# of the record alone: checked to fail so (4 such writes for 4 articles).
+sed -i -e '/^weight_persist_interval_s/d' -e 's/^max_interval_s = 2/max_interval_s = 1/' \
+  "$tmp/feedplane.toml"
+start
+sleep 3  # the first fetches write the records once: their intervals clamped to the new bound
+w0=$(metric feedplane_crawler_state_writes_total)
+a0=$(metric feedplane_crawler_articles_total)
+u0=$(metric feedplane_crawler_weight_updates_total)
+for i in 4 5 6 7; do
+  sed -i "s|</channel>|<item><guid>hot-$i</guid><title>zebrafish news $i</title><pubDate>$(date -u -R)</pubDate></item></channel>|" \
+    "$tmp/feeds/hot.xml"
+  sleep 3  # a fetch brings it, the reports follow within 1 s, then a 304 every second
+done
+sleep 1
+writes=$(($(metric feedplane_crawler_state_writes_total) - w0))
+arts=$(($(metric feedplane_crawler_articles_total) - a0))
+updates=$(($(metric feedplane_crawler_weight_updates_total) - u0))
+[ "$arts" -ge 4 ] || fail "$arts new articles of hot's 4"
+[ "$updates" -ge 3 ] || fail "$updates weight reports applied for $arts articles"
+# At most one write of the record alone for the weight in this epoch, two if the run
+# crosses into the next.
+[ "$writes" -le 2 ] || fail "$writes writes of hot's record alone for $arts articles ($updates weight reports)"
+echo "crawler_weight: $arts articles, $updates weight reports, $writes writes of a record alone"
 stop
 echo "crawler_weight: ok (hot $want, cold 1)"

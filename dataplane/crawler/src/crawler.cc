@@ -300,6 +300,10 @@ class crawler final : public dataplane::component {
     weight_unknown_ = &m.add_counter(
         "feedplane_crawler_weight_updates_unknown_total",
         "Reflector reports for sources this shard no longer has (deleted meanwhile)");
+    state_writes_ = &m.add_counter(
+        "feedplane_crawler_state_writes_total",
+        "Writes of a source's record that carry no article (its schedule, validators, a "
+        "redirect's observations, its weight, an error or the end of its errors moved)");
   }
 
   ~crawler() override {
@@ -416,9 +420,27 @@ class crawler final : public dataplane::component {
   // Adds the source to both maps (or finds it); added is false when it was there.
   source& emplace_source(uint64_t sid, bool* added) {
     auto [it, fresh] = sources_.try_emplace(sid);
-    if (fresh) by_id_.emplace(sid, &it->second);
+    if (fresh) {
+      by_id_.emplace(sid, &it->second);
+      it->second.weight_epoch = uint8_t((weight_epoch(wall_ms()) + 3) & 3);  // "long ago"
+    }
     *added = fresh;
     return it->second;
+  }
+  // Weight epochs: [crawler] weight_persist_interval_s long, numbered mod 4. A weight that
+  // moved is written by a fetch that brought nothing new only if no write carried the
+  // weight in the current epoch, so at most once per source per epoch (the reflectors
+  // report matches every few seconds; a third of the store's writes in the crawler
+  // benchmark were a 304 persisting a weight). Two bits: a write exactly 4 epochs ago reads
+  // as "this epoch", which delays the next by one; so a crash or a stop loses at most about
+  // two epochs of a weight's updates, never its articles' count.
+  uint8_t weight_epoch(int64_t now_ms) const {
+    const int64_t len = int64_t(cfg_.weight_persist_interval_s) * 1000;
+    return len == 0 ? 0 : uint8_t((now_ms / len) & 3);
+  }
+  bool weight_due(const source& s, int64_t now_ms) const {
+    return s.weight_changed &&
+           (cfg_.weight_persist_interval_s == 0 || s.weight_epoch != weight_epoch(now_ms));
   }
   void erase_source(uint64_t sid) {
     by_id_.erase(sid);
@@ -498,6 +520,7 @@ class crawler final : public dataplane::component {
   rt::gauge* sources_gauge_;
   rt::gauge* due_gauge_;
   rt::counter* weight_updates_;
+  rt::counter* state_writes_;
   rt::counter* weight_unknown_;
 };
 
@@ -1129,7 +1152,7 @@ void crawler::fetched(uint64_t fetch_id, net::fetch_result& r) {
   // redirect's observations (a 301 is adopted after 3, not 3 since the start), the weight,
   // the end of a run of errors.
   const bool record_moved =
-      s->moved || c.moved_count != observed_before || s->weight_changed || had_errors;
+      s->moved || c.moved_count != observed_before || weight_due(*s, now) || had_errors;
   if (r.error != net::fetch_error::ok) {
     fail(*s, net::fetch_error_name(r.error), now);
   } else if (r.status == 304) {
@@ -1487,6 +1510,8 @@ void crawler::commit(source& s, std::vector<rt::article_ref> articles) {
   // for these articles then never meet a count without them. A failed write (the store
   // then refuses every write until restart) over-counts a few articles: a lower weight.
   s.rec.matched.add_articles(articles.size());
+  if (articles.empty()) state_writes_->add();
+  if (s.weight_changed) s.weight_epoch = weight_epoch(wall_ms());
   s.weight_changed = false;
   s.to_record(record_);
   record_.articles = saturating_add(record_.articles, articles.size());
@@ -1518,7 +1543,7 @@ void crawler::on_source_matches(rt::shard&, std::span<const dataplane::source_ma
       continue;
     }
     s->rec.matched.add_matches(m.matched);
-    s->weight_changed = true;  // persisted with its next crawl write
+    s->weight_changed = true;  // persisted with a crawl write (weight_due)
     weight_updates_->add();
   }
 }

@@ -57,6 +57,10 @@ struct crawler_config {
   // A feed's weight (1 + subscriptions an article of it reaches) counts an article half as
   // much per half-life, so it follows a change of audience within about this long.
   uint32_t weight_half_life_s = 604'800;
+  // A weight that moved is persisted by a fetch that brought nothing new at most once per
+  // source per this long (a fetch with new articles always persists it); a crash loses at
+  // most about twice this much of the weight's updates. 0 = by every such fetch.
+  uint32_t weight_persist_interval_s = 300;
   // Politeness per politeness key (registrable domain or shared platform).
   uint32_t per_domain_connections = 2;  // fetches in flight at once
   uint32_t per_domain_rate = 4;         // fetch starts per second; 0 = no rate cap

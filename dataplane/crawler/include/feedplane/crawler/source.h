@@ -62,8 +62,10 @@ struct source {
   bool fetched : 1 = false;  // it has a crawl record: not its first fetch
   bool moved : 1 = false;    // url changed (a permanent redirect adopted): rewrite its record
   bool wave : 1 = false;     // fetched overdue at a restart: spread its next fetch (schedule.h)
-  // Matches arrived since its last crawl write: the next fetch writes, even a 304's.
+  // Matches arrived since its last crawl write: the next fetch writes, even a 304's, if
+  // its last write for the weight alone was in another weight epoch (crawler.cc).
   bool weight_changed : 1 = false;
+  uint8_t weight_epoch : 2 = 0;  // the weight epoch (mod 4) of that write
 
   // The allocation's weight: 1 + the subscriptions a recent article of it matched.
   float weight() const { return rec.matched.weight(); }
