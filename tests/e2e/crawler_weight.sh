@@ -162,7 +162,7 @@ applied=$(metric feedplane_crawler_weight_updates_total)
 # weight arrived, in a weight epoch with no write of it yet: three fetches span two epochs of
 # 1 s), and the replayed articles, matched again, are not counted again.
 read -r w m a f0 <<<"$(weight "$hot")"
-for _ in $(seq 100); do
+for _ in $(seq 200); do
   read -r w m a f <<<"$(weight "$hot")"
   [ "$f" -gt $((f0 + 3)) ] && break
   sleep 0.1

@@ -422,7 +422,10 @@ class crawler final : public dataplane::component {
     auto [it, fresh] = sources_.try_emplace(sid);
     if (fresh) {
       by_id_.emplace(sid, &it->second);
-      it->second.weight_epoch = uint8_t((weight_epoch(wall_ms()) + 3) & 3);  // "long ago"
+      // As if its weight had just been written: a start-up that loads a million sources,
+      // or an import, does not make each write its weight at its next 304 (within about
+      // two epochs, as for any other).
+      it->second.weight_epoch = weight_epoch(wall_ms());
     }
     *added = fresh;
     return it->second;
