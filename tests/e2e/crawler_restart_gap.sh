@@ -6,6 +6,13 @@
 # the server saw: shard 0's bound on the last run's fetches (k_alive_key in crawler.cc) holds
 # it back. nginx serves the feed (ETag, so the crawler's GETs are conditional) and logs each
 # request's time. Checked to fail without the bound (the first request came ~1 s after).
+#
+# Then the same document again, without validators: a second feed whose server sends no
+# ETag and ignores If-Modified-Since (nginx `etag off; if_modified_since off;`) answers every
+# conditional GET with a 200 and the same bytes. The crawler recognises it by the
+# document's hash ("unchanged") and, as for a 304, writes the feed's record only when
+# something a restart needs moved: not once per fetch (the restart above holds it back the
+# same way). Checked to fail when every unchanged fetch writes (8 writes for 8 fetches).
 set -euo pipefail
 bin=$1
 tmp=$(mktemp -d)
@@ -44,7 +51,10 @@ events { worker_connections 64; }
 http {
   log_format t '\$msec \$status';
   access_log $tmp/access.log t;
-  server { listen 127.0.0.1:$nport; root $tmp/feeds; }
+  server {
+    listen 127.0.0.1:$nport; root $tmp/feeds;
+    location = /same.xml { etag off; if_modified_since off; access_log $tmp/same.log t; }
+  }
 }
 NGINX
 nginx -c "$tmp/nginx.conf" -p "$tmp" >"$tmp/nginx.out" 2>&1 &
@@ -131,6 +141,45 @@ n=$(requests)
 start
 wait_requests $((n + 1)) 60
 check_gap crash "$n" || fail "gap after a crash"
+kill "$pid"
+wait "$pid" || true
+pid=""
+
+# ---- the same document again, fetched every second.
+{
+  echo '<?xml version="1.0" encoding="UTF-8"?><rss version="2.0"><channel><title>same</title>'
+  echo "<item><guid>same-1</guid><title>the same</title><pubDate>$(date -u -R)</pubDate></item>"
+  echo '</channel></rss>'
+} >"$tmp/feeds/same.xml"
+sed -i -e 's/^min_interval_s = 5/min_interval_s = 1/' -e 's/^max_interval_s = 5/max_interval_s = 1/' \
+  "$tmp/feedplane.toml"
+start
+metric() {  # metric NAME [LABELS]: its value in /metrics (0 when absent)
+  curl -s "$base/metrics" | awk -v n="$1${2:-}" '$1 == n { v = $2 } END { print v + 0 }'
+}
+curl -s -X POST -H "$auth" -d "{\"url\": \"http://steady.example:$nport/same.xml\"}" "$base/api/sources" |
+  grep -q '"id"' || fail "add the second source"
+unchanged() { metric feedplane_crawler_fetches_total '{result="unchanged"}'; }
+# Its first fetch parses the document and writes the record; steady's first fetch here
+# writes its record once (its interval clamped to the new 1 s bound).
+for _ in $(seq 100); do
+  [ "$(unchanged)" -ge 1 ] && break
+  sleep 0.1
+done
+[ "$(unchanged)" -ge 1 ] || fail "no unchanged fetch after 10 s"
+sleep 2
+writes0=$(metric feedplane_crawler_state_writes_total)
+unchanged0=$(unchanged)
+for _ in $(seq 200); do
+  [ "$(unchanged)" -ge $((unchanged0 + 8)) ] && break
+  sleep 0.1
+done
+writes=$(($(metric feedplane_crawler_state_writes_total) - writes0))
+n=$(($(unchanged) - unchanged0))
+[ "$n" -ge 8 ] || fail "$n unchanged fetches in 20 s, wanted 8"
+grep -v ' 200$' "$tmp/same.log" | grep -q . && fail "nginx answered same.xml with something else than 200"
+[ "$writes" -le 1 ] || fail "$writes writes of a record alone for $n unchanged fetches"
+echo "crawler_restart_gap: $n unchanged fetches (200, the same document), $writes writes of a record alone"
 kill "$pid"
 wait "$pid" || true
 pid=""
