@@ -2,9 +2,8 @@
 // 304 revalidation and gzip, feedplane's io_uring client against a libcurl multi client
 // with the same concurrency (64 transfers by default, --concurrency=N; keep-alive) in the
 // same run, alternated in --rounds=N rounds (default 4) of 80,000 / N fetches each, pinned
-// to CPUs with --pin=apart|together (below); and
-// absolute fetches per wall second beside wrk's (-t1 -cN) against the same
-// nginx (one worker, worker_connections above 2N).
+// to CPUs with --pin=apart|together (below); and absolute fetches per wall second beside
+// wrk's (-t1 -cN) against the same nginx (one worker, worker_connections above 2N).
 //
 // Over HTTPS: https_200 on kept-alive connections; https_new_conn on a new connection per
 // fetch with session resumption (both clients resume: feedplane from its ticket cache,

@@ -49,11 +49,12 @@ fetch_error classify_connect(int res) {
   }
 }
 
-std::string fmt_pin_key(std::string_view host, uint16_t port) {
-  std::string k(host);
-  k.push_back(':');
-  k += std::to_string(port);
-  return k;
+// A pin's key, "host:port" (or "*:port"), written over out: the constructor files pins
+// under it and pinned() looks them up with it in a kept string (no allocation per lookup).
+void pin_key(std::string_view host, uint16_t port, std::string& out) {
+  char digits[8];
+  out.assign(host).push_back(':');
+  out.append(digits, size_t(std::to_chars(digits, digits + sizeof(digits), port).ptr - digits));
 }
 }  // namespace
 
@@ -164,7 +165,11 @@ bool parse_resolve_pin(std::string_view text, resolve_pin& out, std::string* err
 }
 
 http_client::http_client(loop& l, const client_options& opt) : loop_(l), opt_(opt) {
-  for (const resolve_pin& p : opt_.pins) pins_[fmt_pin_key(p.host, p.port)] = p.addr;
+  std::string k;
+  for (const resolve_pin& p : opt_.pins) {
+    pin_key(p.host, p.port, k);
+    pins_[k] = p.addr;
+  }
 }
 
 bool http_client::addresses_allowed(const std::vector<ip_address>& addrs) const {
@@ -177,13 +182,9 @@ bool http_client::addresses_allowed(const std::vector<ip_address>& addrs) const 
 
 const ip_address* http_client::pinned(std::string_view host, uint16_t port) const {
   if (pins_.empty()) return nullptr;
-  // The key is built in a kept buffer: no allocation per lookup.
-  char digits[8];
-  const std::string_view p(digits, size_t(std::to_chars(digits, digits + 8, port).ptr - digits));
-  pin_key_.assign(host).push_back(':');
-  pin_key_.append(p);
+  pin_key(host, port, pin_key_);
   if (auto it = pins_.find(pin_key_); it != pins_.end()) return &it->second;
-  pin_key_.assign("*:").append(p);
+  pin_key("*", port, pin_key_);
   if (auto it = pins_.find(pin_key_); it != pins_.end()) return &it->second;
   return nullptr;
 }

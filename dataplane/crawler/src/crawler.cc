@@ -400,6 +400,11 @@ class crawler final : public dataplane::component {
   // freshness (never later than the ceiling).
   void schedule_after_success(source& s, const net::fetch_result& r, int64_t now);
   void note_redirects(source& s, const net::fetch_result& r);
+  // A fetch that found nothing new (a 304, or the same document): the interval adapts, the
+  // next fetch is scheduled, and the record is written only if the interval or (record_moved)
+  // what a restart needs changed.
+  void nothing_new(source& s, const net::fetch_result& r, int64_t now, outcome o,
+                   bool record_moved);
   // record_moved: the record changed in ways a fetch with nothing new must persist.
   void ingest(source& s, net::fetch_result& r, int64_t now, int64_t previous_fetch_ms,
               bool record_moved);
@@ -1159,14 +1164,7 @@ void crawler::fetched(uint64_t fetch_id, net::fetch_result& r) {
   if (r.error != net::fetch_error::ok) {
     fail(*s, net::fetch_error_name(r.error), now);
   } else if (r.status == 304) {
-    c.consecutive_errors = 0;
-    c.last_outcome = uint8_t(outcome::not_modified);
-    count(outcome::not_modified);
-    const uint32_t before = c.interval_s;
-    c.interval_s = adapt_interval(c.interval_s, 0, 0, bounds_);
-    schedule_after_success(*s, r, now);
-    // Nothing new to keep: persist only when the schedule or the record moved.
-    if (c.interval_s != before || record_moved) commit(*s, {});
+    nothing_new(*s, r, now, outcome::not_modified, record_moved);
   } else if (r.status == 410) {
     c.flags |= crawl_gone;
     c.consecutive_errors = 0;
@@ -1377,25 +1375,32 @@ void crawler::note_redirects(source& s, const net::fetch_result& r) {
 
 // Why it is cheap: an unchanged document stops at one hash; otherwise the shard's parser,
 // feed, verdict and key scratch are reused, so a fetch allocates only its articles and record.
+void crawler::nothing_new(source& s, const net::fetch_result& r, int64_t now, outcome o,
+                          bool record_moved) {
+  crawl_fields& c = s.rec;
+  c.consecutive_errors = 0;
+  c.last_outcome = uint8_t(o);
+  count(o);
+  const uint32_t before = c.interval_s;
+  c.interval_s = adapt_interval(c.interval_s, 0, 0, bounds_);
+  schedule_after_success(s, r, now);
+  // Persisted only when something a restart needs moved, not once per fetch (a store
+  // write each, for feeds that mostly do not change).
+  if (c.interval_s != before || record_moved) commit(s, {});
+}
+
 void crawler::ingest(source& s, net::fetch_result& r, int64_t now, int64_t previous_fetch_ms,
                      bool record_moved) {
   crawl_fields& c = s.rec;
   const uint64_t old_hash = s.state.document_hash();
   if (s.state.same_document(r.body)) {
-    c.consecutive_errors = 0;
-    c.last_outcome = uint8_t(outcome::unchanged);
-    count(outcome::unchanged);
+    // The same document again (a feed without validators, or one whose server ignores
+    // them): like a 304, but the server may have sent new validators with it.
     const bool validators_moved = s.text.get(source_text::etag) != r.etag ||
                                   s.text.get(source_text::last_modified) != r.last_modified;
     if (validators_moved)
       s.text.set(source_text::etag, r.etag, source_text::last_modified, r.last_modified);
-    const uint32_t before = c.interval_s;
-    c.interval_s = adapt_interval(c.interval_s, 0, 0, bounds_);
-    schedule_after_success(s, r, now);
-    // The same document again (a feed without validators, or one whose server ignores
-    // them): persisted, like a 304, only when something a restart needs moved, not once
-    // per fetch (a store write each, for feeds that mostly do not change).
-    if (validators_moved || c.interval_s != before || record_moved) commit(s, {});
+    nothing_new(s, r, now, outcome::unchanged, record_moved || validators_moved);
     return;
   }
   feed::parse_options po;
