@@ -188,13 +188,15 @@ bool wait_for(P pred, std::chrono::milliseconds limit = 20s) {
   return true;
 }
 
-std::unique_ptr<st::store> open_store(
-    const std::string& dir, std::vector<st::store_port> ports,
-    std::shared_ptr<rocksdb::FileSystem> fs = nullptr, uint64_t replay_from = 0,
-    uint32_t group_commit_us = 0, uint64_t memtable_bytes = st::store_options{}.memtable_bytes) {
+std::unique_ptr<st::store> open_store(const std::string& dir, std::vector<st::store_port> ports,
+                                      std::shared_ptr<rocksdb::FileSystem> fs = nullptr,
+                                      uint64_t replay_from = 0, uint32_t group_commit_us = 0,
+                                      uint64_t memtable_bytes = st::store_options{}.memtable_bytes,
+                                      uint32_t crawl_commit_us = 0) {
   st::store_options o;
   o.dir = dir;
   o.group_commit_us = group_commit_us;
+  o.crawl_commit_us = crawl_commit_us;
   o.memtable_bytes = memtable_bytes;
   o.flush_at_close = fs == nullptr;  // a fault_fs test models a power cut, not a close
   o.fs = std::move(fs);
@@ -368,6 +370,43 @@ TEST(store, writes_during_a_young_sync_window_share_one_synced_write) {
   }
   ASSERT_TRUE(wait_for([&] { return shards[0]->acked_ok.load() == 21; }));
   EXPECT_EQ(store->stats().groups.load(), 2u) << "the 20 writes were not one group";
+  ASSERT_TRUE(wait_for([&] { return shards[0]->articles_seen.load() == 21; }));
+  store->stop();
+  c.finish();
+  EXPECT_EQ(shards[0]->acked_bad.load(), 0u);
+  EXPECT_FALSE(store->stats().failed.load());
+}
+
+// Crawl-lane writes alone wait for crawl_commit_us (here 60 s, longer than any wait below),
+// so those arriving after a sync share the next one; an api-lane write arriving meanwhile
+// waits only for group_commit_us (here 0) and takes them with it.
+TEST(store, crawl_writes_wait_for_their_window_and_an_api_write_ends_it) {
+  temp_dir d;
+  auto shards = make_stand_ins(1);
+  auto store = open_store(d.path, ports_of(shards), nullptr, 0, 0,
+                          st::store_options{}.memtable_bytes, 60'000'000);
+  ASSERT_NE(store, nullptr);
+  crew c;
+  c.consume(*shards[0]);
+  store->start();
+  ASSERT_TRUE(wait_for([&] { return shards[0]->streamed_flag.load(); }));
+
+  // After a quiet spell a crawl write is written at once.
+  push_all(*store, *shards[0], one(shards[0]->make_write(0, "k0", "v", 1)));
+  ASSERT_TRUE(wait_for([&] { return shards[0]->acked_ok.load() == 1; }));
+  ASSERT_EQ(store->stats().groups.load(), 1u);
+
+  for (uint64_t i = 1; i <= 20; ++i) {
+    push_all(*store, *shards[0], one(shards[0]->make_write(i, "k" + std::to_string(i), "v", 1)));
+    std::this_thread::sleep_for(5ms);
+  }
+  EXPECT_EQ(shards[0]->acked_ok.load(), 1u) << "crawl writes did not wait for their window";
+  EXPECT_EQ(store->stats().groups.load(), 1u);
+
+  // Acknowledged long before the crawl window ends (wait_for gives up after 20 s).
+  push_all(*store, *shards[0], one(shards[0]->make_write(21, "api", "v", 0)), rt::write_lane::api);
+  ASSERT_TRUE(wait_for([&] { return shards[0]->acked_ok.load() == 22; }));
+  EXPECT_EQ(store->stats().groups.load(), 2u) << "the api write did not take the held writes";
   ASSERT_TRUE(wait_for([&] { return shards[0]->articles_seen.load() == 21; }));
   store->stop();
   c.finish();

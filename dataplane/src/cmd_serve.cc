@@ -616,6 +616,7 @@ int run_serve(const serve_flags& f) {
   store::store_options so;
   so.dir = cfg.server.data_dir + "/db";
   so.group_commit_us = cfg.server.group_commit_us;
+  so.crawl_commit_us = cfg.server.crawl_commit_us;
   so.memtable_bytes = uint64_t{cfg.server.memtable_mb} << 20;
   // Reflector lists are derived from the article log (DESIGN.md 9): until list snapshots
   // exist, every start re-matches the whole log (after the records, before `streamed`).

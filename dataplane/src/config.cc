@@ -144,6 +144,11 @@ const std::vector<option>& options() {
                   "under a stream of writes the store syncs at most once per this many "
                   "microseconds, so one sync carries more of them; a write after a quiet "
                   "spell never waits (0: sync as soon as a write arrives)"),
+      uint_option("server.crawl_commit_us", &config::server, &S::crawl_commit_us, 0, 100'000,
+                  "the same for a sync that carries only the crawler's writes (feeds' state "
+                  "and new articles, which reach subscriptions this much later at most): "
+                  "under a crawl one sync carries more of them; an account or subscription "
+                  "change arriving meanwhile waits only for group_commit_us"),
       uint_option("server.memtable_mb", &config::server, &S::memtable_mb, 0, 65'536,
                   "memory for the store's write buffers (RocksDB memtables), all kinds "
                   "together, in MiB: beyond it one is flushed to disk (0: RocksDB's "

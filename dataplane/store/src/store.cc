@@ -111,6 +111,7 @@ struct store::impl {
   bool failed = false;
   size_t rr = 0;                     // first port of the next round robin pass
   std::vector<rt::write_ptr> group;  // reserved to max_group: no allocation per group
+  size_t group_api = 0;              // of them, api-lane writes
   // A broadcast that waits for room on a shard's article ring: the crawl-lane writes of
   // its group (acknowledged once every article is on every ring) and where it stopped.
   std::vector<rt::write_ptr> held;
@@ -434,21 +435,32 @@ void store::impl::stream_startup() {
 // crawl lane's rings only when crawl_lane (not while a broadcast waits).
 size_t store::impl::gather(bool crawl_lane) {
   group.clear();
+  group_api = 0;
   gather_more(crawl_lane);
   return group.size();
 }
 
-// Group commit: while syncs run back to back (the last began under group_commit_us ago),
-// wait for the rest of its window and take what arrived. Why: a sync costs the store
-// thread ~175 us of CPU here whatever it carries (fdatasync, the block layer, the VM's
-// exit), and back-to-back syncs under a crawl carried 3 writes each.
+// Group commit: while syncs run back to back (the last began under the window ago), wait
+// for the rest of the window and take what arrived. Why: a sync costs the store thread
+// ~175 us of CPU here whatever it carries (fdatasync, the block layer, the VM's exit), and
+// back-to-back syncs under a crawl carried 3 writes each. A group of crawl-lane writes
+// alone (nobody waits on their acknowledgement; their articles reach the shards a few ms
+// later) waits for crawl_commit_us instead, in slices of group_commit_us: an api-lane
+// write that arrives meanwhile ends the wait at its own, shorter window.
 void store::impl::hold_for_group(bool crawl_lane) {
-  if (opt.group_commit_us == 0 || group.size() >= opt.max_group) return;
-  const auto until = last_write + std::chrono::microseconds(opt.group_commit_us);
-  const auto now = std::chrono::steady_clock::now();
-  if (now >= until) return;
-  std::this_thread::sleep_for(until - now);
-  gather_more(crawl_lane);
+  // Relaxed: stop_requested publishes no data (see its declaration).
+  while (!stop_requested.load(std::memory_order_relaxed)) {
+    if (group.size() >= opt.max_group) return;
+    const uint32_t window =
+        group_api != 0 ? opt.group_commit_us : std::max(opt.group_commit_us, opt.crawl_commit_us);
+    if (window == 0) return;
+    const auto until = last_write + std::chrono::microseconds(window);
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= until) return;
+    const auto slice = std::chrono::microseconds(std::max<uint32_t>(opt.group_commit_us, 1000));
+    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(until - now, slice));
+    gather_more(crawl_lane);
+  }
 }
 
 void store::impl::gather_more(bool crawl_lane) {
@@ -463,7 +475,9 @@ void store::impl::gather_more(bool crawl_lane) {
     progress = false;
     for (size_t j = 0; j < n && group.size() < opt.max_group; ++j) {
       const size_t i = (rr + j) % n;
-      size_t got = take(ports[i].api_in);
+      const size_t api = take(ports[i].api_in);
+      group_api += api;
+      size_t got = api;
       if (crawl_lane) got += take(ports[i].in);
       progress = progress || got != 0;
     }

@@ -20,6 +20,9 @@ struct server_config {
   // The store syncs at most once per this many microseconds while writes keep coming:
   // one that arrives while the last sync is young waits for the rest (0: never waits).
   uint32_t group_commit_us = 2000;
+  // The same for a sync that carries crawl writes only (feeds' state and new articles): no
+  // one waits on them, so they wait longer and a sync carries more of them.
+  uint32_t crawl_commit_us = 10'000;
   // The store's memtables, all column families together, in MiB (0: RocksDB's defaults).
   // store_options::memtable_bytes's default (config_test checks they agree).
   uint32_t memtable_mb = 64;

@@ -61,6 +61,10 @@ struct store_options {
   // last synced write began waits until then and takes what arrived meanwhile. A write
   // after a quiet spell is written at once. 0: never waits.
   uint32_t group_commit_us = 0;
+  // The same window for a group that holds crawl-lane writes only, when longer: nobody
+  // waits on their acknowledgement, so under a crawl a sync carries more of them (an
+  // api-lane write arriving meanwhile waits only for group_commit_us). 0: as group_commit_us.
+  uint32_t crawl_commit_us = 0;
   // The memtables' budget, every column family together (RocksDB's write buffer manager):
   // once they reach it RocksDB flushes one (its choice: the oldest), and a family's own
   // memtable is switched at half of it. Bounds the store's memory whatever the number of kinds
