@@ -154,20 +154,25 @@ TEST(reflector_snapshot, replay_over_a_restored_list_changes_nothing) {
   }
 }
 
-TEST(reflector_snapshot, durable_write_replaces_a_file_whole) {
+TEST(reflector_snapshot, durable_writes_replace_files_whole) {
+  namespace dp = feedplane::dataplane;
   const std::filesystem::path dir =
       std::filesystem::temp_directory_path() / ("fp-snap-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
-  const std::string path = (dir / "p-0001.lists").string();
+  const std::string a = (dir / "p-0001.lists").string(), b = (dir / "p-0002.lists").string();
   std::string why, back;
-  ASSERT_TRUE(feedplane::dataplane::write_file_durably(path, "first", &why)) << why;
-  ASSERT_TRUE(feedplane::dataplane::write_file_durably(path, "second", &why)) << why;
-  ASSERT_EQ(feedplane::dataplane::read_file(path, 100, back, &why),
-            feedplane::dataplane::read_status::ok);
-  EXPECT_EQ(back, "second");
-  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
-  EXPECT_FALSE(
-      feedplane::dataplane::write_file_durably((dir / "no/such/dir/f").string(), "x", &why));
+  std::vector<dp::file_bytes> first = {{a, "first a"}, {b, "first b"}};
+  ASSERT_EQ(dp::write_files_durably(first, &why), 2u) << why;
+  // A file that cannot be written is reported and the others of its batch still are.
+  std::vector<dp::file_bytes> second = {
+      {a, "second a"}, {(dir / "no/such/dir/f").string(), "x"}, {b, "second b"}};
+  EXPECT_EQ(dp::write_files_durably(second, &why), 2u);
   EXPECT_NE(why.find("cannot create"), std::string::npos) << why;
+  EXPECT_NE(why.find("no/such/dir/f.tmp"), std::string::npos) << why;
+  for (const auto& [path, want] : {std::pair{a, "second a"}, std::pair{b, "second b"}}) {
+    ASSERT_EQ(dp::read_file(path, 100, back, &why), dp::read_status::ok) << why;
+    EXPECT_EQ(back, want);
+    EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+  }
   std::filesystem::remove_all(dir);
 }

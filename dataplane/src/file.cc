@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <vector>
 
 namespace feedplane::dataplane {
 
@@ -53,7 +54,10 @@ read_status read_file(const std::string& path, size_t cap, std::string& out, std
   return used > cap ? read_status::too_large : read_status::ok;
 }
 
-bool write_file_durably(const std::string& path, std::string_view bytes, std::string* why) {
+namespace {
+
+// Writes bytes to path + ".tmp" and fsyncs it. False with *why on failure.
+bool write_synced_tmp(const std::string& path, std::string_view bytes, std::string* why) {
   const std::string tmp = path + ".tmp";
   auto fail = [&](const char* step) {
     *why = std::string(step) + " " + tmp + ": " + std::strerror(errno);
@@ -80,15 +84,60 @@ bool write_file_durably(const std::string& path, std::string_view bytes, std::st
     return fail("cannot fsync");
   }
   ::close(fd);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) return fail("cannot rename");
-  const size_t slash = path.rfind('/');
-  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
-  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0) return fail("cannot open the directory of");
-  const int rc = ::fsync(dfd);
-  ::close(dfd);
-  if (rc != 0) return fail("cannot fsync the directory of");
   return true;
+}
+
+std::string dir_of(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash + 1);
+}
+
+}  // namespace
+
+size_t write_files_durably(std::span<const file_bytes> files, std::string* why) {
+  why->clear();
+  auto note = [&](std::string line) {
+    if (!why->empty()) *why += "; ";
+    *why += line;
+  };
+  std::vector<const file_bytes*> renamed;
+  renamed.reserve(files.size());
+  for (const file_bytes& f : files) {
+    std::string failed;
+    if (!write_synced_tmp(f.path, f.bytes, &failed)) {
+      note(std::move(failed));
+      continue;
+    }
+    const std::string tmp = f.path + ".tmp";
+    if (::rename(tmp.c_str(), f.path.c_str()) != 0) {
+      note("cannot rename " + tmp + ": " + std::strerror(errno));
+      continue;
+    }
+    renamed.push_back(&f);
+  }
+  // Why one fsync per directory: each costs a journal commit, and the renames of a batch
+  // share their directory (a snapshot round writes a file per changed partition).
+  size_t durable = 0;
+  std::vector<std::string> synced;
+  for (const file_bytes* f : renamed) {
+    const std::string dir = dir_of(f->path);
+    if (std::find(synced.begin(), synced.end(), dir) != synced.end()) continue;
+    synced.push_back(dir);
+    const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    const int rc = dfd < 0 ? -1 : ::fsync(dfd);
+    const int e = errno;
+    if (dfd >= 0) ::close(dfd);
+    if (rc != 0) {
+      note(std::string(dfd < 0 ? "cannot open the directory of "
+                               : "cannot fsync the directory of ") +
+           f->path + ": " + std::strerror(e));
+      synced.back().clear();  // its files are replaced but not known durable
+    }
+  }
+  for (const file_bytes* f : renamed) {
+    if (std::find(synced.begin(), synced.end(), dir_of(f->path)) != synced.end()) ++durable;
+  }
+  return durable;
 }
 
 }  // namespace feedplane::dataplane

@@ -687,6 +687,7 @@ class reflector final : public dataplane::component {
   std::deque<std::pair<uint64_t, int64_t>> window_;
   uint64_t window_first_seq_ = 1;
   absl::flat_hash_map<uint64_t, seq_list> postings_;
+  std::vector<uint64_t> word_hashes_;  // index_recent() scratch: an article's word hashes
   size_t postings_entries_ = 0;
   uint32_t since_sweep_ = 0;
   matcher::index search_index_;  // id 0: the query being searched
@@ -714,8 +715,8 @@ class reflector final : public dataplane::component {
   struct snapshot_writer {
     std::mutex mu;
     std::condition_variable cv;
-    std::deque<std::pair<std::string, std::string>> queue;  // path, bytes
-    size_t pending = 0;                                     // queued or being written
+    std::vector<dataplane::file_bytes> queue;
+    size_t pending = 0;  // queued or being written
     bool stop = false;
     std::thread thread;
   };
@@ -1803,15 +1804,17 @@ void reflector::load_snapshots() {
     for (;;) {
       w->cv.wait(lock, [w] { return w->stop || !w->queue.empty(); });
       if (w->queue.empty()) return;  // stop, and nothing left to write
-      auto [path, file] = std::move(w->queue.front());
-      w->queue.pop_front();
+      // Whatever is queued goes as one batch: the directory is fsynced once for it.
+      std::vector<dataplane::file_bytes> batch;
+      batch.swap(w->queue);
       lock.unlock();
       std::string failed;
-      if (!dataplane::write_file_durably(path, file, &failed))
-        fmt::print(stderr, "feedplane: reflector: shard {}: snapshot not written: {}\n", shard,
-                   failed);
+      const size_t written = dataplane::write_files_durably(batch, &failed);
+      if (written != batch.size())
+        fmt::print(stderr, "feedplane: reflector: shard {}: {} of {} snapshots not written: {}\n",
+                   shard, batch.size() - written, batch.size(), failed);
       lock.lock();
-      --w->pending;
+      w->pending -= batch.size();
     }
   });
 }
@@ -1963,7 +1966,7 @@ void reflector::write_snapshot(uint32_t p) {
   m_.snapshot_bytes->add(snap_bytes_.size());
   {
     std::lock_guard<std::mutex> g(writer_->mu);
-    writer_->queue.emplace_back(snapshot_path(snap_dir_, p), snap_bytes_);
+    writer_->queue.push_back({snapshot_path(snap_dir_, p), snap_bytes_});
     ++writer_->pending;
   }
   writer_->cv.notify_one();
@@ -2246,9 +2249,14 @@ void reflector::index_recent(const rt::article& a) {
       // so a scoped query's candidates can be its source's articles. Keyed by hash alone:
       // every candidate is verified by the index, which compares text.
       const matcher::article_view v = scoped_words(a);
-      for (size_t d = 0; d < v.distinct(); ++d) postings_[v.hash(v.first(d))].push_back(a.seq());
-      for (size_t k = 0; k < scope_.size(); ++k) postings_[scope_.hash(k)].push_back(a.seq());
-      postings_entries_ += v.distinct() + scope_.size();
+      word_hashes_.clear();
+      for (size_t d = 0; d < v.distinct(); ++d) word_hashes_.push_back(v.hash(v.first(d)));
+      for (size_t k = 0; k < scope_.size(); ++k) word_hashes_.push_back(scope_.hash(k));
+      // Why it is fast: each word's slot is a cache miss in a map of the window's
+      // vocabulary; the slots of all the article's words are fetched before any is used.
+      for (uint64_t h : word_hashes_) postings_.prefetch(h);
+      for (uint64_t h : word_hashes_) postings_[h].push_back(a.seq());
+      postings_entries_ += word_hashes_.size();
     }
   }
   while (!window_.empty() && window_.front().second < now - int64_t(window)) window_.pop_front();

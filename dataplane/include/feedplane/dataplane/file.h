@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -16,9 +17,16 @@ enum class read_status : uint8_t { ok, too_large, failed };
 // than cap bytes. failed: *why says what went wrong (strerror, or "it is a directory").
 read_status read_file(const std::string& path, size_t cap, std::string& out, std::string* why);
 
-// Replaces the file at path with bytes: writes "<path>.tmp", fsyncs it, renames it over
-// path and fsyncs the directory. False with *why (strerror and the step) on any failure,
-// leaving path as it was.
-bool write_file_durably(const std::string& path, std::string_view bytes, std::string* why);
+struct file_bytes {
+  std::string path;
+  std::string bytes;
+};
+
+// Replaces each file at path with its bytes so that a crash or power loss leaves the old
+// bytes or the new ones: writes "<path>.tmp", fsyncs it and renames it over path; after all
+// the renames each directory is fsynced once (not once per file). Returns how many files are
+// replaced durably; each one that is not adds its step and strerror to *why ("; " between them) and
+// keeps its old bytes, unless only its directory's fsync failed (then it may hold either).
+size_t write_files_durably(std::span<const file_bytes> files, std::string* why);
 
 }  // namespace feedplane::dataplane
