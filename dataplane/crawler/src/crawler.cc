@@ -1,6 +1,7 @@
 #include "feedplane/crawler/crawler.h"
 
 #include <absl/container/flat_hash_map.h>
+#include <absl/container/node_hash_map.h>
 #include <fmt/format.h>
 #include <simdjson.h>
 
@@ -486,7 +487,8 @@ class crawler final : public dataplane::component {
   net::timer alive_;      // shard 0: writes k_alive_key every k_alive_period_ms
   int64_t alive_ms_ = 0;  // the bound the last run left (k_alive_key), read at start; 0: none
 
-  std::unordered_map<uint32_t, domain_state> domains_;  // by politeness key hash
+  // By politeness key hash; nodes, so a domain_state& stays valid while others are added.
+  absl::node_hash_map<uint32_t, domain_state> domains_;
   // (ms, key): when a domain's queue may move (a rate slot, a pause's end, a fetch ended).
   std::priority_queue<std::pair<int64_t, uint32_t>, std::vector<std::pair<int64_t, uint32_t>>,
                       std::greater<>>
@@ -1075,7 +1077,7 @@ void crawler::rebalance(int64_t now) {
   next_rebalance_ms_ = now + 60'000;
   // Forget politeness keys with nothing to remember (no fetch, no queue, no pause, no
   // reserved start slot ahead): O(keys) once a minute.
-  std::erase_if(domains_, [now](const auto& kv) { return kv.second.idle(now); });
+  absl::erase_if(domains_, [now](const auto& kv) { return kv.second.idle(now); });
   if (cfg_.fetch_budget_per_hour == 0) return;
   const int64_t now_s = now / 1000;
   demands_.clear();
