@@ -79,7 +79,8 @@ class live_server {
         so, st::ports_from_mesh(mesh_),
         [&def, n](rt::kind k, std::string_view key) { return def.owner(k, key, n) % n; }, &err);
     EXPECT_TRUE(db_) << err;
-    mesh_.set_store_notify([](void* d) { static_cast<st::store*>(d)->notify(); }, db_.get());
+    mesh_.set_store_notify([](void* d, bool api) { static_cast<st::store*>(d)->notify(api); },
+                           db_.get());
     def.add_routes(routes_, cfg_);
     std::string listen = "127.0.0.1:0";
     for (uint32_t i = 0; i < n; ++i) {

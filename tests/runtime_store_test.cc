@@ -85,7 +85,7 @@ std::vector<shard_state> run(const std::string& dir, uint32_t n, uint64_t writes
       so, ports, [n](rt::kind, std::string_view key) { return owner_of(key, n); }, &err);
   EXPECT_TRUE(db) << err;
   if (!db) return states;
-  m.set_store_notify([](void* d) { static_cast<st::store*>(d)->notify(); }, db.get());
+  m.set_store_notify([](void* d, bool api) { static_cast<st::store*>(d)->notify(api); }, db.get());
 
   std::atomic<uint32_t> registered{0}, finished{0}, drained{0};
   std::atomic<bool> stop{false}, release{false}, started{false};

@@ -253,7 +253,7 @@ void push_all(st::store& store, stand_in& s, std::vector<std::unique_ptr<test_wr
     w->lane = lane;
     rt::write_ptr p(std::move(w));
     while (!r.try_push(std::move(p))) std::this_thread::sleep_for(100us);
-    store.notify();
+    store.notify(lane == rt::write_lane::api);
   }
 }
 

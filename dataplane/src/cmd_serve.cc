@@ -639,7 +639,8 @@ int run_serve(const serve_flags& f) {
     fmt::print(stderr, "feedplane: store: {}\n", err);
     return 1;
   }
-  mesh.set_store_notify([](void* d) { static_cast<store::store*>(d)->notify(); }, db.get());
+  mesh.set_store_notify([](void* d, bool api) { static_cast<store::store*>(d)->notify(api); },
+                        db.get());
 
   net::router routes;
   routes.add("GET", "/healthz", [](net::request_context& ctx, net::http_response& r) {

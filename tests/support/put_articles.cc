@@ -88,7 +88,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "store: %s\n", err.c_str());
     return 1;
   }
-  m.set_store_notify([](void* d) { static_cast<st::store*>(d)->notify(); }, db.get());
+  m.set_store_notify([](void* d, bool api) { static_cast<st::store*>(d)->notify(api); }, db.get());
   feedplane::net::loop_options lo;
   lo.ring_entries = 64;
   lo.buffer_count = 8;

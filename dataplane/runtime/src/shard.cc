@@ -132,11 +132,11 @@ void shard::flush() {
     }
   }
   if (writes_dirty_ || api_writes_dirty_) {
-    uint32_t n = 0;
+    uint32_t n = 0, api = 0;
     if (writes_dirty_) n += mesh_.writes(index_).publish();
-    if (api_writes_dirty_) n += mesh_.api_writes(index_).publish();
+    if (api_writes_dirty_) api = mesh_.api_writes(index_).publish();
     writes_dirty_ = api_writes_dirty_ = false;
-    if (n != 0) mesh_.notify_store();
+    if (n + api != 0) mesh_.notify_store(api != 0);
   }
 }
 

@@ -93,7 +93,8 @@ struct store::impl {
   std::vector<store_port> ports;
   owner_fn owner;
   store_stats* stats = nullptr;
-  rt::sleeper* self = nullptr;  // the store thread's sleeper (store::sleeper_)
+  rt::sleeper* self = nullptr;      // the store thread's sleeper (store::sleeper_)
+  rt::sleeper* api_self = nullptr;  // woken by api writes during a crawl hold (api_sleeper_)
 
   // Declared before db: destroyed after it.
   std::unique_ptr<rocksdb::Env> env;
@@ -445,21 +446,31 @@ size_t store::impl::gather(bool crawl_lane) {
 // ~175 us of CPU here whatever it carries (fdatasync, the block layer, the VM's exit), and
 // back-to-back syncs under a crawl carried 3 writes each. A group of crawl-lane writes
 // alone (nobody waits on their acknowledgement; their articles reach the shards a few ms
-// later) waits for crawl_commit_us instead, in slices of group_commit_us: an api-lane
-// write that arrives meanwhile ends the wait at its own, shorter window.
+// later) waits for crawl_commit_us instead, in one sleep that api-lane writes end early
+// (api_self: crawl writes do not wake it); the group then waits only for group_commit_us.
 void store::impl::hold_for_group(bool crawl_lane) {
   // Relaxed: stop_requested publishes no data (see its declaration).
   while (!stop_requested.load(std::memory_order_relaxed)) {
     if (group.size() >= opt.max_group) return;
-    const uint32_t window =
-        group_api != 0 ? opt.group_commit_us : std::max(opt.group_commit_us, opt.crawl_commit_us);
+    const bool crawl_only = group_api == 0 && opt.crawl_commit_us > opt.group_commit_us;
+    const uint32_t window = crawl_only ? opt.crawl_commit_us : opt.group_commit_us;
     if (window == 0) return;
     const auto until = last_write + std::chrono::microseconds(window);
     const auto now = std::chrono::steady_clock::now();
     if (now >= until) return;
-    const auto slice = std::chrono::microseconds(std::max<uint32_t>(opt.group_commit_us, 1000));
-    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(until - now, slice));
+    if (!crawl_only) {
+      std::this_thread::sleep_for(until - now);
+    } else {
+      // Sleep protocol (sleeper.h), on the api rings only.
+      api_self->prepare();
+      bool api = stop_requested.load(std::memory_order_relaxed);  // stop() wakes it too
+      for (const store_port& p : ports)
+        api = api || (p.api_in != nullptr && p.api_in->has_published());
+      if (!api) api_self->wait_for(until - now);
+      api_self->cancel();
+    }
     gather_more(crawl_lane);
+    if (!crawl_only) return;
   }
 }
 
@@ -713,6 +724,7 @@ void store::impl::run() {
 store::store(std::unique_ptr<impl> p) : impl_(std::move(p)) {
   impl_->stats = &stats_;
   impl_->self = &sleeper_;
+  impl_->api_self = &api_sleeper_;
 }
 
 store::~store() { stop(); }
@@ -752,6 +764,7 @@ void store::stop() {
   // must_wake's seq_cst fence orders the store above before reading the sleeping flag;
   // the thread's prepare() fence orders its flag before re-reading stop_requested.
   if (sleeper_.must_wake()) wake_store();
+  if (api_sleeper_.must_wake()) api_sleeper_.wake();  // a crawl group's hold
   impl_->thread.join();
 }
 

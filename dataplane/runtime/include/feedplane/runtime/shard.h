@@ -91,14 +91,15 @@ class mesh {
   // The slot holding shard s's loop (for wake-up callbacks that outlive a lookup).
   std::atomic<net::loop*>* loop_slot(uint32_t s) { return &loops_[s]; }
 
-  // The store thread's notification, called by a shard after it published writes. The
-  // store does its own sleeper check. Null until a store is attached (writes then wait).
-  void set_store_notify(void (*fn)(void*), void* ctx) {
+  // The store thread's notification, called by a shard after it published writes (api:
+  // some on the api lane). The store does its own sleeper check. Null until a store is
+  // attached (writes then wait).
+  void set_store_notify(void (*fn)(void*, bool api), void* ctx) {
     store_notify_ = fn;
     store_ctx_ = ctx;
   }
-  void notify_store() const {
-    if (store_notify_ != nullptr) store_notify_(store_ctx_);
+  void notify_store(bool api) const {
+    if (store_notify_ != nullptr) store_notify_(store_ctx_, api);
   }
   // Wakes shard s from any thread if it may be asleep (the store's side of the protocol).
   void wake_shard(uint32_t s);
@@ -112,7 +113,7 @@ class mesh {
   std::vector<std::unique_ptr<article_ring>> articles_;
   std::vector<std::unique_ptr<sleeper>> sleepers_;
   std::unique_ptr<std::atomic<net::loop*>[]> loops_;
-  void (*store_notify_)(void*) = nullptr;
+  void (*store_notify_)(void*, bool) = nullptr;
   void* store_ctx_ = nullptr;
 };
 

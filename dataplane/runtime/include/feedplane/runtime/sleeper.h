@@ -19,8 +19,14 @@
 // consumer that sleeps between every batch.
 #pragma once
 
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <ctime>
 
 #include "feedplane/runtime/spsc_ring.h"
 
@@ -40,6 +46,16 @@ class alignas(cache_line) sleeper {
   void cancel() { sleeping_.store(0, std::memory_order_relaxed); }
   // For a futex sleep: the word to wait on (value 1 while asleep).
   std::atomic<uint32_t>& word() { return sleeping_; }
+  // A sleep with a time limit, after prepare() and the re-check: returns once a producer
+  // took the flag and called wake(), or after `limit`, or spuriously (the caller re-checks
+  // its rings either way). A raw futex: a sleeper that uses these never uses word().wait().
+  void wait_for(std::chrono::nanoseconds limit) {
+    if (limit.count() <= 0) return;
+    timespec ts{time_t(limit.count() / 1'000'000'000), long(limit.count() % 1'000'000'000)};
+    ::syscall(SYS_futex, futex_word(), FUTEX_WAIT_PRIVATE, 1u, &ts, nullptr, 0);
+  }
+  // The producer's wake-up for wait_for(), after must_wake() returned true.
+  void wake() { ::syscall(SYS_futex, futex_word(), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0); }
 
   // ---- producer thread, after publishing ----
   // True when the caller must wake the consumer (at most one caller per sleep).
@@ -52,6 +68,9 @@ class alignas(cache_line) sleeper {
   }
 
  private:
+  static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t) &&
+                std::atomic<uint32_t>::is_always_lock_free);
+  uint32_t* futex_word() { return reinterpret_cast<uint32_t*>(&sleeping_); }
   std::atomic<uint32_t> sleeping_{0};
 };
 

@@ -165,10 +165,12 @@ class store {
   // Stop the shards' producers first. Idempotent.
   void stop();
 
-  // Shard thread, after publishing to its write ring: wakes the store thread if it may be
-  // asleep (the seq_cst fence in must_wake pairs with the store's sleeper::prepare).
-  void notify() {
+  // Shard thread, after publishing to its write rings (api: some on the api lane): wakes
+  // the store thread if it may be asleep, or if it holds a group of crawl writes and api
+  // writes arrived (the seq_cst fence in must_wake pairs with each sleeper's prepare).
+  void notify(bool api = false) {
     if (sleeper_.must_wake()) wake_store();
+    if (api && api_sleeper_.must_wake()) api_sleeper_.wake();
   }
 
   const store_stats& stats() const { return stats_; }
@@ -198,6 +200,9 @@ class store {
 
   store_stats stats_;
   runtime::sleeper sleeper_;  // the store thread's: word() is its futex
+  // While the store thread holds a group of crawl writes for crawl_commit_us: woken early
+  // by api writes only (sleeper::wait_for and wake).
+  runtime::sleeper api_sleeper_;
   std::unique_ptr<impl> impl_;
 };
 
