@@ -251,6 +251,8 @@ assert fp[0]["source"] == "https://evil.example/feed" and fp[1]["source"] == "ht
 assert fp[0]["seq"] == 5 and fp[1]["seq"] == 7, fp  # 7: the update took the place of 1
 assert sorted(fp[1]["matched"]) == ["rust", "tokio"], fp
 assert "<mark>Tokio</mark>" in j["items"][1]["content_html"], j["items"][1]["content_html"]
+# The plain-text summary, made from the HTML at the first render.
+assert j["items"][1]["summary"] == "Tokio for Rust, updated.", j["items"][1]
 late = json.load(open(f"{d}/late.json"))
 assert [i["title"] for i in late["items"]] == ["Linux 6.4 released", "Linux 6.3 released", "Linux 6.1 released"], late
 assert json.load(open(f"{d}/nobf.json"))["items"] == []

@@ -78,7 +78,26 @@ constexpr size_t summary_max_bytes = 1000;  // plain text kept per article
 constexpr size_t summary_html_max_bytes = size_t{8}
                                           << 10;  // HTML kept per article (then sanitized)
 constexpr size_t title_max_bytes = 400;           // of a subscription's title
-constexpr uint32_t slot_chunk = 1024;             // slots per chunk of a partition's slot array
+
+// An article's plain-text summary: its HTML as text, trimmed, cut at summary_max_bytes on a
+// character boundary with an ellipsis (also when the HTML itself was cut: text is missing).
+std::string plain_summary(std::string_view html, bool html_cut) {
+  std::string text;
+  matcher::html_to_text(html, text);
+  std::string_view t = base::ascii_trim(text);
+  std::string out;
+  if (t.size() > summary_max_bytes) {
+    size_t cut = summary_max_bytes;
+    while (cut > 0 && (uint8_t(t[cut]) & 0xC0) == 0x80) --cut;  // a UTF-8 boundary
+    out.assign(t.substr(0, cut));
+    out += "\xE2\x80\xA6";  // …
+  } else {
+    out.assign(t);
+    if (html_cut && !out.empty()) out += "\xE2\x80\xA6";
+  }
+  return out;
+}
+constexpr uint32_t slot_chunk = 1024;  // slots per chunk of a partition's slot array
 // Weight feedback (issue 10): sources counted per shard between reports (beyond it a new
 // source's matches are dropped and counted; at 16 bytes a slot, 16 MiB at most), entries
 // per task (a task's run stays well under a millisecond on the crawler's shard), and tasks
@@ -107,7 +126,12 @@ struct cached_article {
   // As the source gave it until a feed first renders the article, then sanitized (once per
   // article and shard, not per render: the HTML5 parse dominated rendering), unmarked.
   std::string summary_html;
-  bool html_sanitized = false;
+  bool html_sanitized = false;  // implies summary_ready
+  // `summary` is made from summary_html when first needed (a render, or shedding the
+  // HTML): most articles a shard caches are never rendered there. html_cut: summary_html
+  // holds only the first summary_html_max_bytes of the source's HTML.
+  bool summary_ready = false;
+  bool html_cut = false;
   int64_t published = 0;
   // The article's distinct word hashes (matcher::word_hash), sorted: the matched words of
   // a subscription are its positive words found here, whether the match was in the title,
@@ -125,6 +149,13 @@ struct cached_article {
     return out;
   }
 };
+
+// Fills a.summary from its (unsanitized) HTML, once; the caller keeps cache_bytes_.
+void make_summary(cached_article& a) {
+  if (a.summary_ready) return;
+  a.summary = plain_summary(a.summary_html, a.html_cut);
+  a.summary_ready = true;
+}
 
 // A subscription's id, account, query and title back to back in one heap block: 24 bytes in
 // the subscription and one allocation, where four std::strings took 128 bytes and up to
@@ -1882,6 +1913,7 @@ void reflector::shed_memory() {
   for (auto& [seq, a] : cache_) {
     if (a.summary_html.empty()) continue;
     cache_bytes_ -= a.bytes();
+    make_summary(a);
     std::string().swap(a.summary_html);
     cache_bytes_ += a.bytes();
   }
@@ -2188,19 +2220,13 @@ void reflector::remember(const rt::article& a) {
   // Memory pressure (Cobra's order): beyond 3/4 of the budget new entries keep no HTML
   // body, only the core and the plain-text summary (feeds then serve that, marked), so
   // the cache holds more articles before it evicts any.
-  const bool tight = degraded();
-  // Cut before sanitizing: the HTML5 parser closes whatever the cut leaves open.
-  if (!tight) c.summary_html.assign(html.substr(0, summary_html_max_bytes));
-  std::string text;
-  matcher::html_to_text(html, text);
-  std::string_view t = base::ascii_trim(text);
-  if (t.size() > summary_max_bytes) {
-    size_t cut = summary_max_bytes;
-    while (cut > 0 && (uint8_t(t[cut]) & 0xC0) == 0x80) --cut;  // a UTF-8 boundary
-    c.summary.assign(t.substr(0, cut));
-    c.summary += "\xE2\x80\xA6";  // …
+  if (degraded()) {
+    c.summary = plain_summary(html, false);
+    c.summary_ready = true;
   } else {
-    c.summary.assign(t);
+    // Cut before sanitizing: the HTML5 parser closes whatever the cut leaves open.
+    c.summary_html.assign(html.substr(0, summary_html_max_bytes));
+    c.html_cut = html.size() > summary_html_max_bytes;
   }
   cache_bytes_ += c.bytes();
   cache_.emplace(a.seq(), std::move(c));
@@ -2719,6 +2745,9 @@ rendered_ptr reflector::render(subscription& s, feed_format f) {
     cached_article* a = article(seqs[i]);
     if (a == nullptr) continue;
     if (!a->html_sanitized) {
+      cache_bytes_ -= a->bytes();
+      make_summary(*a);
+      cache_bytes_ += a->bytes();
       std::string clean;
       if (!a->summary_html.empty()) sanitize_html(a->summary_html, clean);
       cache_bytes_ -= a->bytes();
