@@ -96,7 +96,7 @@ std::string dir_of(const std::string& path) {
 
 size_t write_files_durably(std::span<const file_bytes> files, std::string* why) {
   why->clear();
-  auto note = [&](std::string line) {
+  auto note = [&](std::string_view line) {
     if (!why->empty()) *why += "; ";
     *why += line;
   };
@@ -105,7 +105,7 @@ size_t write_files_durably(std::span<const file_bytes> files, std::string* why) 
   for (const file_bytes& f : files) {
     std::string failed;
     if (!write_synced_tmp(f.path, f.bytes, &failed)) {
-      note(std::move(failed));
+      note(failed);
       continue;
     }
     const std::string tmp = f.path + ".tmp";
