@@ -127,9 +127,10 @@ struct cached_article {
   // article and shard, not per render: the HTML5 parse dominated rendering), unmarked.
   std::string summary_html;
   bool html_sanitized = false;  // implies summary_ready
-  // `summary` is made from summary_html when first needed (a render, or shedding the
-  // HTML): most articles a shard caches are never rendered there. html_cut: summary_html
-  // holds only the first summary_html_max_bytes of the source's HTML.
+  // `summary` is made from summary_html at the article's first render here (most articles
+  // a shard caches are never rendered there); shedding memory evicts an article whose
+  // summary was not made. html_cut: summary_html holds only the first
+  // summary_html_max_bytes of the source's HTML.
   bool summary_ready = false;
   bool html_cut = false;
   int64_t published = 0;
@@ -1910,13 +1911,25 @@ bool reflector::degraded() {
 // plain-text summary, as for entries cached under pressure) and every rendered feed (each
 // renders again at its next poll).
 void reflector::shed_memory() {
-  for (auto& [seq, a] : cache_) {
-    if (a.summary_html.empty()) continue;
+  for (auto it = cache_.begin(); it != cache_.end();) {
+    cached_article& a = it->second;
+    if (a.summary_html.empty()) {
+      ++it;
+      continue;
+    }
     cache_bytes_ -= a.bytes();
-    make_summary(a);
+    if (!a.summary_ready) {
+      // Its plain summary was never made: the article leaves the cache whole (a render
+      // reads it back from the store, as after any eviction) rather than the shard
+      // converting every cached body's HTML at once.
+      it = cache_.erase(it);
+      continue;
+    }
     std::string().swap(a.summary_html);
     cache_bytes_ += a.bytes();
+    ++it;
   }
+  m_.cache_articles->set(int64_t(cache_.size()));
   renders_.clear();
   m_.render_bytes->set(int64_t(renders_.bytes()));
   m_.render_evicted->mirror(renders_.evictions());
