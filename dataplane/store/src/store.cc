@@ -463,7 +463,9 @@ void store::impl::hold_for_group(bool crawl_lane) {
     } else {
       // Sleep protocol (sleeper.h), on the api rings only.
       api_self->prepare();
-      bool api = stop_requested.load(std::memory_order_relaxed);  // stop() wakes it too
+      // Relaxed: prepare()'s seq_cst fence orders it after the flag; stop() stores it and
+      // then takes the flag (must_wake's fence), so one of the two sees the other.
+      bool api = stop_requested.load(std::memory_order_relaxed);
       for (const store_port& p : ports)
         api = api || (p.api_in != nullptr && p.api_in->has_published());
       if (!api) api_self->wait_for(until - now);
