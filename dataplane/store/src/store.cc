@@ -191,6 +191,14 @@ rocksdb::Status store::impl::open_db(std::string* error) {
   // compression, so a database written with Snappy reads as before. Debian's RocksDB
   // links liblz4 (RocksDB would refuse to open with a clear error if it did not).
   o.compression = rocksdb::kLZ4Compression;
+  // Levels 0 and 1 uncompressed, LZ4 from level 2 on (the per-level split RocksDB's tuning
+  // guide gives): a flush and each compaction of L0 into L1 re-encode the newest data, and
+  // under a crawl the flush thread spent ~2% of the process compressing new articles into
+  // L0 files that L1 rewrites soon after (bench/RESULTS.md, "crawler: throughput"). L1 is
+  // at most max_bytes_for_level_base (256 MiB) of uncompressed records on disk; data is
+  // compressed once, on its way into L2.
+  o.compression_per_level = {rocksdb::kNoCompression, rocksdb::kNoCompression,
+                             rocksdb::kLZ4Compression};
   if (opt.memtable_bytes != 0) {
     o.db_write_buffer_size = opt.memtable_bytes;
     o.write_buffer_size = std::max<uint64_t>(opt.memtable_bytes / 2, uint64_t{1} << 20);
