@@ -84,7 +84,18 @@ struct stand_in {
   std::atomic<uint64_t> acked_ok{0}, acked_bad{0}, articles_seen{0};
   std::atomic<bool> streamed_flag{false};
 
-  st::store_port port() { return {&in, &events, &articles, &sl, &wake, &sl, &api_in}; }
+  // A shard's replay need (store_port::replay_need), reported only when report_need is
+  // set: stored when the stand-in applies a records event, as a shard lowers it while
+  // installing what the records hold.
+  bool report_need = false;
+  uint64_t need_from = UINT64_MAX;
+  std::atomic<uint64_t> replay_need{UINT64_MAX};
+
+  st::store_port port() {
+    st::store_port p{&in, &events, &articles, &sl, &wake, &sl, &api_in};
+    if (report_need) p.replay_need = &replay_need;
+    return p;
+  }
   static void wake(void* c) { static_cast<rt::sleeper*>(c)->word().notify_one(); }
   void wake_now() {
     if (sl.must_wake()) sl.word().notify_one();
@@ -114,6 +125,8 @@ struct stand_in {
           rt::for_each_record(e.block, [&](rt::kind k, std::string_view key, std::string_view v) {
             records.emplace_back(k, std::string(key), std::string(v));
           });
+          // Relaxed: published by the event ring's head (runtime::mesh::replay_need).
+          if (report_need) replay_need.store(need_from, std::memory_order_relaxed);
           break;
         case rt::store_event::streamed:
           streamed = true;
@@ -192,8 +205,9 @@ std::unique_ptr<st::store> open_store(const std::string& dir, std::vector<st::st
                                       std::shared_ptr<rocksdb::FileSystem> fs = nullptr,
                                       uint64_t replay_from = 0, uint32_t group_commit_us = 0,
                                       uint64_t memtable_bytes = st::store_options{}.memtable_bytes,
-                                      uint32_t crawl_commit_us = 0) {
+                                      uint32_t crawl_commit_us = 0, uint32_t replay_window_s = 0) {
   st::store_options o;
+  o.replay_window_s = replay_window_s;
   o.dir = dir;
   o.group_commit_us = group_commit_us;
   o.crawl_commit_us = crawl_commit_us;
@@ -969,6 +983,72 @@ TEST(store, a_newer_format_version_is_refused_with_a_clear_error) {
   std::string err;
   EXPECT_EQ(st::store::open(o, ports_of(shards), nullptr, &err), nullptr);
   EXPECT_NE(err.find("format version 99, newer than this binary's (1)"), std::string::npos) << err;
+}
+
+// The start-up replay begins where the shards' needs and the recent window say, never
+// below replay_from: a restart reads the log's tail, not the whole log.
+TEST(store, the_replay_starts_at_the_lowest_need_or_the_recent_window) {
+  temp_dir d;
+  // Two groups of articles far enough apart in time that a window can hold the second
+  // alone: 10 articles, then 20 more (sequences 11-30) six seconds later.
+  {
+    auto shards = make_stand_ins(2);
+    auto store = open_store(d.path, ports_of(shards));
+    ASSERT_NE(store, nullptr);
+    crew c;
+    for (auto& s : shards) c.consume(*s);
+    store->start();
+    ASSERT_TRUE(wait_for([&] { return shards[0]->streamed_flag.load(); }));
+    // Keys 'a...' go to shard 1 and 'b...' to shard 0 (owner_by_first_byte): each shard
+    // has records to apply at the next start.
+    push_all(*store, *shards[0], one(shards[0]->make_write(1, "a1", "v", 10)));
+    ASSERT_TRUE(wait_for([&] { return shards[0]->acked_ok.load() == 1; }));
+    std::this_thread::sleep_for(6s);
+    push_all(*store, *shards[0], one(shards[0]->make_write(2, "b1", "v", 10)));
+    push_all(*store, *shards[0], one(shards[0]->make_write(3, "b2", "v", 10)));
+    ASSERT_TRUE(wait_for([&] { return shards[0]->acked_ok.load() == 3; }));
+    store->stop();
+    c.finish();
+  }
+  struct start {
+    uint64_t need0, need1;  // UINT64_MAX: the shard needs nothing
+    uint32_t window_s;
+    bool report = true;
+    uint64_t first;  // the replay's first sequence
+  };
+  const start starts[] = {
+      // First, while the second group is less than 5 s old and the first more than 6 s.
+      {UINT64_MAX, 25, 5, true, 11},          // the window (the second group) is lower
+      {UINT64_MAX, UINT64_MAX, 5, true, 11},  // the window alone
+      {5, UINT64_MAX, 5, true, 5},            // a need below the window
+      {21, 12, 0, true, 12},                  // the lower need
+      {UINT64_MAX, UINT64_MAX, 0, true, 31},  // nothing needed, no window: no replay
+      {21, 12, 0, false, 1},                  // ports that report nothing: replay_from
+  };
+  for (const start& t : starts) {
+    SCOPED_TRACE(::testing::Message()
+                 << "needs " << t.need0 << " and " << t.need1 << ", window " << t.window_s << " s");
+    auto shards = make_stand_ins(2);
+    shards[0]->need_from = t.need0;
+    shards[1]->need_from = t.need1;
+    for (auto& s : shards) s->report_need = t.report;
+    auto store = open_store(d.path, ports_of(shards), nullptr, 1, 0,
+                            st::store_options{}.memtable_bytes, 0, t.window_s);
+    ASSERT_NE(store, nullptr);
+    crew c;
+    for (auto& s : shards) c.consume(*s);
+    store->start();
+    ASSERT_TRUE(wait_for([&] { return shards[0]->streamed_flag && shards[1]->streamed_flag; }));
+    store->stop();
+    c.finish();
+    EXPECT_EQ(store->stats().replay_first.load(), t.first);
+    for (auto& s : shards) {
+      ASSERT_FALSE(s->records.empty());
+      std::vector<uint64_t> want;
+      for (uint64_t q = t.first; q <= 30; ++q) want.push_back(q);
+      EXPECT_EQ(s->seqs, want) << "shard " << s->index;
+    }
+  }
 }
 
 TEST(store, a_replayed_article_under_another_sequence_fails_the_store) {

@@ -621,6 +621,9 @@ int run_serve(const serve_flags& f) {
   // Reflector lists are derived from the article log (DESIGN.md 9): until list snapshots
   // exist, every start re-matches the whole log (after the records, before `streamed`).
   so.replay_from = 1;
+  // With snapshots the replay starts where the lists need it, and at the latest at the
+  // recent index's window (the reflector's backfill window).
+  so.replay_window_s = cfg.reflector.backfill_window_s;
   std::string err;
   // A record goes to the shard its component's owner() names (the crawler by politeness
   // key, the reflector by partition: DESIGN.md 9); kinds no component owns by hash(key).

@@ -783,6 +783,10 @@ class reflector final : public dataplane::component {
   std::vector<uint32_t> owned_;  // this shard's partitions
   size_t snap_next_ = 0;         // the round's next index into owned_
   bool snap_round_ = false;
+  // Clean partitions a round still writes because their files are behind the recent
+  // window (snapshot_slice): bounded, so a round stays about as long as its dirty files.
+  static constexpr uint32_t k_snap_refresh_per_round = 8;
+  uint32_t snap_refresh_left_ = 0;
   net::timer snap_timer_;
   std::unique_ptr<snapshot_writer> writer_;
   std::string snap_bytes_;
@@ -793,6 +797,7 @@ class reflector final : public dataplane::component {
   // the replay of what the snapshots already hold matches only those.
   std::vector<uint64_t> applied_;
   uint64_t replay_hi_ = 0;
+  uint64_t replay_need_ = UINT64_MAX;  // start-up: the lowest sequence a list needs replayed
   // The restored lists (snapshot.h): their sequences in one array for all, not a vector
   // each (half a million lists per shard at 1M subscriptions).
   restored_lists restore_;
@@ -1504,6 +1509,16 @@ subscription* reflector::install(std::unique_ptr<subscription> s, uint32_t slot,
     replay_index_->add(uint32_t(replay_ids_.size()), install_pq_);
     replay_ids_.push_back(idx);
   }
+  if (!streamed_) {
+    // Start-up: the articles this list needs replayed. A restored list holds every match up
+    // to its partition's snapshot; any other list is re-matched from where it starts.
+    const uint64_t need = snap != nullptr ? applied_[in->partition] + 1 : in->from_seq + 1;
+    if (need < replay_need_) {
+      replay_need_ = need;
+      // Relaxed: published by the event ring's head (runtime::mesh::replay_need).
+      s_.rt->peers().replay_need(s_.rt->index()).store(need, std::memory_order_relaxed);
+    }
+  }
   update_gauges();
   return in;
 }
@@ -1757,6 +1772,14 @@ void reflector::on_streamed(rt::shard&) {
   // Relaxed is enough: the store wrote next_seq before it published `streamed` (release),
   // which this shard consumed (acquire); a later, larger value only waits a little longer.
   replay_target_ = s_.db->stats().next_seq.load(std::memory_order_relaxed) - 1;
+  // The replay started at `first`: every list holds what it needs below it (the store took
+  // the lowest sequence any list asked for), so this shard has applied everything before
+  // it, and nothing is recent before it. Relaxed, as above.
+  const uint64_t first = s_.db->stats().replay_first.load(std::memory_order_relaxed);
+  if (first > 1) {
+    last_seq_ = std::max(last_seq_, first - 1);
+    if (window_.empty()) window_first_seq_ = std::max(window_first_seq_, first);
+  }
   if (last_seq_ >= replay_target_) mark_caught_up();
   // Each account's shard learns how many subscriptions it has (they live on the shards
   // of their own partitions): one task per shard.
@@ -1966,6 +1989,7 @@ void reflector::on_snapshot_timer(void* ctx) {
     }
     self.snap_round_ = true;
     self.snap_next_ = 0;
+    self.snap_refresh_left_ = k_snap_refresh_per_round;
   }
   // About 50,000 lists (a few MB copied) per tick, then the loop serves what waits.
   self.snapshot_slice(50'000);
@@ -1975,7 +1999,13 @@ void reflector::on_snapshot_timer(void* ctx) {
 void reflector::snapshot_slice(size_t budget) {
   while (snap_next_ < owned_.size() && budget > 0) {
     const uint32_t p = owned_[snap_next_++];
-    if (dirty_[p] == 0) continue;
+    // A clean partition is written again when its file is behind the recent window: at
+    // start the store replays from the lowest sequence a list needs, and a quiet
+    // partition's old file would pull the replay back past the window. A few per round.
+    const bool behind = dirty_[p] == 0 && snap_refresh_left_ > 0 && partitions_[p].size != 0 &&
+                        applied_[p] + 1 < window_first_seq_;
+    if (dirty_[p] == 0 && !behind) continue;
+    if (behind) --snap_refresh_left_;
     const size_t n = partitions_[p].size;
     write_snapshot(p);
     budget -= std::min(budget, std::max<size_t>(n, 1));
@@ -1988,6 +2018,7 @@ void reflector::snapshot_slice(size_t budget) {
 void reflector::write_snapshot(uint32_t p) {
   const partition_slots& ps = partitions_[p];
   begin_partition_snapshot(p, last_seq_, snap_bytes_);
+  applied_[p] = last_seq_;  // what this partition's file will hold (snapshot_slice)
   uint32_t count = 0;
   for (uint32_t slot = 0; slot < ps.size; ++slot) {
     const uint32_t v = ps.get(slot);

@@ -94,6 +94,15 @@ std::string_view article::record() const {
   return {base() + skip, h_.total - skip};
 }
 
+bool article::record_sequenced_ms(std::string_view rec, int64_t* ms) {
+  if (rec.size() < sizeof(header)) return false;
+  header h;
+  std::memcpy(&h, rec.data(), sizeof(header));
+  if (h.magic != k_magic) return false;
+  *ms = h.sequenced_ms;
+  return true;
+}
+
 article_ref article::decode(std::string_view rec, std::string* error) {
   constexpr size_t skip = offsetof(article, h_);
   auto fail = [&](const char* why) {

@@ -15,7 +15,10 @@ void owner_check::fail() {
 // ---- mesh ----
 
 mesh::mesh(uint32_t shards, const mesh_options& opt)
-    : n_(shards), opt_(opt), loops_(new std::atomic<net::loop*>[shards]) {
+    : n_(shards),
+      opt_(opt),
+      loops_(new std::atomic<net::loop*>[shards]),
+      replay_need_(new std::atomic<uint64_t>[shards]) {
   // Capacity 2 x max_outstanding: a peer's requests and its replies to ours both fit.
   control_.resize(size_t{n_} * n_);
   for (uint32_t i = 0; i < n_; ++i) {
@@ -28,6 +31,8 @@ mesh::mesh(uint32_t shards, const mesh_options& opt)
     articles_.push_back(std::make_unique<article_ring>(opt.article_ring));
     sleepers_.push_back(std::make_unique<sleeper>());
     loops_[i].store(nullptr, std::memory_order_relaxed);  // published by thread start
+    // Relaxed: before any thread that reads it starts (thread creation orders it).
+    replay_need_[i].store(UINT64_MAX, std::memory_order_relaxed);
   }
 }
 

@@ -141,6 +141,8 @@ struct store::impl {
   rocksdb::Status open_db(std::string* error);
   void run();
   void stream_startup();
+  uint64_t replay_start();
+  uint64_t first_recent_seq();
   size_t gather(bool crawl_lane);
   void gather_more(bool crawl_lane);
   void hold_for_group(bool crawl_lane);
@@ -337,6 +339,66 @@ bool store::impl::push_slow(rt::spsc_ring<T>& r, size_t port, V&& v) {
   }
 }
 
+uint64_t store::impl::replay_start() {
+  for (const store_port& p : ports) {
+    if (p.replay_need == nullptr) return opt.replay_from;
+  }
+  // Every port's event ring is empty (the caller drained them): each shard has run the
+  // callbacks of its last records event. Acquire: with the relaxed loads of the rings'
+  // heads that saw them empty, this synchronizes with the shards' release stores of those
+  // heads, so their replay_need stores before them are visible (runtime::mesh).
+  std::atomic_thread_fence(std::memory_order_acquire);
+  uint64_t need = UINT64_MAX;
+  for (const store_port& p : ports) {
+    // Relaxed: ordered by the fence above.
+    need = std::min(need, p.replay_need->load(std::memory_order_relaxed));
+  }
+  need = std::min(need, first_recent_seq());
+  return std::max(need, opt.replay_from);
+}
+
+// The first article sequenced at or after now - replay_window_s (next_seq when none is):
+// a binary search on the sequencing time in each record's header, which grows with the
+// sequence (the store stamps each group with its wall clock). A clock stepped back can
+// make it start later than the window; the shards' recent index then lacks those
+// articles, never a list (lists' needs come from replay_need).
+uint64_t store::impl::first_recent_seq() {
+  if (opt.replay_window_s == 0) return next_seq;
+  const int64_t cutoff = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count() -
+                         int64_t{opt.replay_window_s} * 1000;
+  std::unique_ptr<rocksdb::Iterator> it(
+      db->NewIterator(rocksdb::ReadOptions(), cf[size_t(rt::kind::articles)]));
+  // The time of the first stored article at or after sequence s (and that sequence), or
+  // false past the last one.
+  auto at = [&](uint64_t s, uint64_t* found, int64_t* ms) {
+    char key[8];
+    put_be64(s, key);
+    it->Seek(rocksdb::Slice(key, 8));
+    if (!it->Valid() || it->key().size() != 8) return false;
+    *found = get_be64({it->key().data(), it->key().size()});
+    // An unreadable header counts as recent: the replay decodes it and reports it.
+    if (!rt::article::record_sequenced_ms({it->value().data(), it->value().size()}, ms))
+      *ms = INT64_MAX;
+    return true;
+  };
+  uint64_t lo = 1, hi = next_seq;  // the answer is in [lo, hi]
+  while (lo < hi) {
+    const uint64_t mid = lo + (hi - lo) / 2;
+    uint64_t found = 0;
+    int64_t ms = 0;
+    if (!at(mid, &found, &ms)) {
+      hi = mid;  // nothing stored at or after mid
+    } else if (ms >= cutoff) {
+      hi = mid;  // the first stored at or after mid is recent
+    } else {
+      lo = found + 1;  // that one is old, and so is everything before it
+    }
+  }
+  return lo;
+}
+
 void store::impl::stream_startup() {
   // Records go to their owners in blocks (messages.h: append_record), and a shard's ring
   // holds at most blocks_ahead of them, so the scan runs at most ~0.5 MB ahead of a shard.
@@ -401,8 +463,10 @@ void store::impl::stream_startup() {
       publish_port(i);
       if (!drain_to(i, 1)) return;
     }
+    const uint64_t first = replay_start();
+    stats->replay_first.store(first, std::memory_order_relaxed);
     char from[8];
-    put_be64(opt.replay_from, from);
+    put_be64(first, from);
     std::unique_ptr<rocksdb::Iterator> it(
         db->NewIterator(rocksdb::ReadOptions(), cf[size_t(rt::kind::articles)]));
     for (it->Seek(rocksdb::Slice(from, 8)); it->Valid(); it->Next()) {
@@ -426,6 +490,15 @@ void store::impl::stream_startup() {
         if (ports[i].articles->unpublished() >= 256) publish_port(i);
       }
       stats->articles_replayed.fetch_add(1, std::memory_order_relaxed);
+    }
+    if (first > 1) {
+      // Relaxed: this thread's own counter.
+      std::fprintf(
+          stderr,
+          "feedplane: store: replayed %llu articles from sequence %llu (the lists' "
+          "snapshots and the recent window need none before it)\n",
+          static_cast<unsigned long long>(stats->articles_replayed.load(std::memory_order_relaxed)),
+          static_cast<unsigned long long>(first));
     }
   }
   for (size_t i = 0; i < ports.size(); ++i) {
@@ -839,6 +912,7 @@ std::vector<store_port> ports_from_mesh(runtime::mesh& m) {
       }
     };
     ports[i].wake_ctx = m.loop_slot(i);
+    ports[i].replay_need = &m.replay_need(i);
   }
   return ports;
 }

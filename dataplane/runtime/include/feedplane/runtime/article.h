@@ -109,6 +109,9 @@ class article {
   // Checks a record read back from the store and rebuilds the article. Returns an empty
   // reference and sets *error when the record is malformed.
   static article_ref decode(std::string_view record, std::string* error);
+  // A record's sequencing time (sequenced_ms) read from its header alone; false when the
+  // record is too short or not an article record.
+  static bool record_sequenced_ms(std::string_view record, int64_t* ms);
 
   // Live articles and their bytes in this process (every thread): for /metrics.
   static int64_t alive();

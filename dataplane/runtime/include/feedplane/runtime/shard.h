@@ -104,6 +104,17 @@ class mesh {
   // Wakes shard s from any thread if it may be asleep (the store's side of the protocol).
   void wake_shard(uint32_t s);
 
+  // The lowest article sequence shard s needs replayed at start (UINT64_MAX: none), which
+  // it lowers while it applies the start-up records. The store reads it once every shard
+  // has applied them all.
+  //
+  // Memory ordering: the shard stores with relaxed order while it runs the callbacks of a
+  // records event, before its release store of the event ring's head. The store reads the
+  // head (relaxed) until the ring is empty, then issues an acquire fence, then loads this
+  // (relaxed): the fence makes the head's release synchronize with it, so every store the
+  // shard made before consuming its last records event is visible.
+  std::atomic<uint64_t>& replay_need(uint32_t s) { return replay_need_[s]; }
+
  private:
   uint32_t n_;
   mesh_options opt_;
@@ -113,6 +124,7 @@ class mesh {
   std::vector<std::unique_ptr<article_ring>> articles_;
   std::vector<std::unique_ptr<sleeper>> sleepers_;
   std::unique_ptr<std::atomic<net::loop*>[]> loops_;
+  std::unique_ptr<std::atomic<uint64_t>[]> replay_need_;
   void (*store_notify_)(void*, bool) = nullptr;
   void* store_ctx_ = nullptr;
 };

@@ -79,9 +79,14 @@ struct store_options {
   // null: RocksDB's default file system. Tests pass a fault_fs (fault_fs.h).
   std::shared_ptr<rocksdb::FileSystem> fs;
   // At start, after the records and before `streamed`, broadcast the stored articles with
-  // sequence >= replay_from on every article ring, in order (0: none). A shard restoring
-  // a snapshot taken at N asks for N + 1.
+  // sequence >= replay_from on every article ring, in order (0: none).
   uint64_t replay_from = 0;
+  // With ports that report what they need (store_port::replay_need), the replay starts
+  // higher: at the lowest sequence any shard asked for, or the first article sequenced in
+  // the last replay_window_s seconds if that is lower (the shards' index of recent
+  // articles), never below replay_from. A shard restoring a list snapshot taken at N asks
+  // for N + 1, so a restart reads the log's tail, not the whole log.
+  uint32_t replay_window_s = 0;
 };
 
 // One shard's ends of its rings with the store. The store is their only producer (event,
@@ -99,6 +104,10 @@ struct store_port {
   // The shard's write_lane::api ring (null: the shard has none). Its writes may carry no
   // articles; the store writes and acknowledges them while a broadcast waits for room.
   runtime::write_ring* api_in = nullptr;
+  // The lowest sequence this shard needs replayed, lowered while it applies the start-up
+  // records (null: the replay starts at store_options::replay_from). runtime::mesh's
+  // replay_need gives the memory-ordering argument.
+  std::atomic<uint64_t>* replay_need = nullptr;
 };
 
 // Which shard owns a streamed record: the index of its port. Called on the store thread
@@ -137,8 +146,9 @@ struct store_stats {
   std::atomic<uint64_t> sleeps{0};             // times the store thread went to sleep
   std::atomic<uint64_t> records_streamed{0};   // start-up records sent to shards
   std::atomic<uint64_t> articles_replayed{0};
-  std::atomic<bool> streamed{false};  // start-up streaming done (for /readyz)
-  std::atomic<uint64_t> next_seq{1};  // the sequence the next article gets
+  std::atomic<uint64_t> replay_first{0};  // the first sequence the start-up replay sought
+  std::atomic<bool> streamed{false};      // start-up streaming done (for /readyz)
+  std::atomic<uint64_t> next_seq{1};      // the sequence the next article gets
   // failed: set once, with release, after failed_reason is written; a reader that sees
   // true (acquire) may read failed_reason (store::failed_reason() does both).
   std::atomic<bool> failed{false};
