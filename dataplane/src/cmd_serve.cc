@@ -274,6 +274,12 @@ void store_samples(const store::store& db, std::vector<runtime::metric_sample>& 
       "API writes (accounts, subscriptions) acknowledged while the article broadcast waited "
       "for a shard",
       metric_type::counter, double(s.writes_past_stall.load(std::memory_order_relaxed)));
+  add("feedplane_store_replay_first_seq",
+      "The first article sequence the start-up replay read (the lists' snapshots and the "
+      "recent window needed none before it)",
+      metric_type::gauge, double(s.replay_first.load(std::memory_order_relaxed)));
+  add("feedplane_store_articles_replayed_total", "Articles the start-up replay broadcast",
+      metric_type::counter, double(s.articles_replayed.load(std::memory_order_relaxed)));
   add("feedplane_store_failed", "1 when the store refuses durable writes until restart",
       metric_type::gauge, s.failed.load(std::memory_order_relaxed) ? 1 : 0);
   hist("feedplane_store_group_writes", "Writes per group commit", s.group_writes);

@@ -388,10 +388,8 @@ uint64_t store::impl::first_recent_seq() {
     const uint64_t mid = lo + (hi - lo) / 2;
     uint64_t found = 0;
     int64_t ms = 0;
-    if (!at(mid, &found, &ms)) {
-      hi = mid;  // nothing stored at or after mid
-    } else if (ms >= cutoff) {
-      hi = mid;  // the first stored at or after mid is recent
+    if (!at(mid, &found, &ms) || ms >= cutoff) {
+      hi = mid;  // nothing stored at or after mid, or the first one there is recent
     } else {
       lo = found + 1;  // that one is old, and so is everything before it
     }
