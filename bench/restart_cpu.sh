@@ -35,7 +35,7 @@ cpu=$(for t in /proc/$pid/task/*; do awk '{ c = ($14 + $15) / 100; if (c > 0) pr
 rss=$(awk '$1 == "VmRSS:" { printf "%d", $2 / 1024 }' "/proc/$pid/status")
 m=$(curl -s -m 5 "http://127.0.0.1:$port/metrics")
 metric() { echo "$m" | awk -v k="$1" '$1 == k { print $2 }'; }
-echo "ready in $(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.2f", b - a}') s; articles matched $(metric feedplane_reflector_articles_matched_total), lists restored $(metric feedplane_reflector_restored_lists_total), subscriptions $(metric feedplane_reflector_subscriptions); resident ${rss} MiB; thread CPU-s: $cpu"
+echo "ready in $(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.2f", b - a}') s; articles replayed $(metric feedplane_store_articles_replayed_total) from sequence $(metric feedplane_store_replay_first_seq), articles matched $(metric feedplane_reflector_articles_matched_total), lists restored $(metric feedplane_reflector_restored_lists_total), subscriptions $(metric feedplane_reflector_subscriptions); resident ${rss} MiB; thread CPU-s: $cpu"
 # Then the clean stop: SIGTERM to exit (the stop writes the list snapshots its partitions
 # still owe, and flushes the store).
 sleep 0.5
