@@ -78,6 +78,7 @@ constexpr size_t summary_max_bytes = 1000;  // plain text kept per article
 constexpr size_t summary_html_max_bytes = size_t{8}
                                           << 10;  // HTML kept per article (then sanitized)
 constexpr size_t title_max_bytes = 400;           // of a subscription's title
+constexpr uint32_t slot_chunk = 1024;             // slots per chunk of a partition's slot array
 
 // An article's plain-text summary: its HTML as text, trimmed, cut at summary_max_bytes on a
 // character boundary with an ellipsis (also when the HTML itself was cut: text is missing).
@@ -97,7 +98,6 @@ std::string plain_summary(std::string_view html, bool html_cut) {
   }
   return out;
 }
-constexpr uint32_t slot_chunk = 1024;  // slots per chunk of a partition's slot array
 // Weight feedback (issue 10): sources counted per shard between reports (beyond it a new
 // source's matches are dropped and counted; at 16 bytes a slot, 16 MiB at most), entries
 // per task (a task's run stays well under a millisecond on the crawler's shard), and tasks
@@ -797,7 +797,6 @@ class reflector final : public dataplane::component {
   // the replay of what the snapshots already hold matches only those.
   std::vector<uint64_t> applied_;
   uint64_t replay_hi_ = 0;
-  uint64_t replay_need_ = UINT64_MAX;  // start-up: the lowest sequence a list needs replayed
   // The restored lists (snapshot.h): their sequences in one array for all, not a vector
   // each (half a million lists per shard at 1M subscriptions).
   restored_lists restore_;
@@ -1513,11 +1512,11 @@ subscription* reflector::install(std::unique_ptr<subscription> s, uint32_t slot,
     // Start-up: the articles this list needs replayed. A restored list holds every match up
     // to its partition's snapshot; any other list is re-matched from where it starts.
     const uint64_t need = snap != nullptr ? applied_[in->partition] + 1 : in->from_seq + 1;
-    if (need < replay_need_) {
-      replay_need_ = need;
-      // Relaxed: published by the event ring's head (runtime::mesh::replay_need).
-      s_.rt->peers().replay_need(s_.rt->index()).store(need, std::memory_order_relaxed);
-    }
+    // Relaxed: this shard is the only writer, and the event ring's head publishes the
+    // store (runtime::mesh::replay_need).
+    std::atomic<uint64_t>& lowest = s_.rt->peers().replay_need(s_.rt->index());
+    if (need < lowest.load(std::memory_order_relaxed))
+      lowest.store(need, std::memory_order_relaxed);
   }
   update_gauges();
   return in;
@@ -2791,10 +2790,8 @@ rendered_ptr reflector::render(subscription& s, feed_format f) {
     if (!a->html_sanitized) {
       cache_bytes_ -= a->bytes();
       make_summary(*a);
-      cache_bytes_ += a->bytes();
       std::string clean;
       if (!a->summary_html.empty()) sanitize_html(a->summary_html, clean);
-      cache_bytes_ -= a->bytes();
       a->summary_html = std::move(clean);
       a->summary_html.shrink_to_fit();
       a->html_sanitized = true;
