@@ -15,6 +15,9 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -27,6 +30,7 @@
 #include "feedplane/net/http_server.h"
 #include "feedplane/net/loop.h"
 #include "feedplane/reflector/reflector.h"
+#include "feedplane/reflector/snapshot.h"
 #include "feedplane/reflector/token.h"
 #include "feedplane/runtime/shard.h"
 #include "feedplane/store/store.h"
@@ -64,16 +68,23 @@ struct ack : rt::store_write {
 
 class live_server {
  public:
+  // data_dir: the store's and the snapshots' directory, to start again on what an earlier
+  // server left (default: a directory of its own, removed with it); tweak: config changes.
   explicit live_server(uint32_t n, uint32_t memory_limit_mb = 0,
-                       const rt::mesh_options& mo = rt::mesh_options{})
+                       const rt::mesh_options& mo = rt::mesh_options{},
+                       const std::string& data_dir = {},
+                       const std::function<void(dp::config&)>& tweak = {})
       : n_(n), mesh_(n, mo) {
     cfg_.api.admin_token = "live-admin";
     cfg_.reflector.memory_limit_mb = memory_limit_mb;
-    cfg_.server.data_dir = dir_.path;  // the list snapshots go beside the store, not in the cwd
+    // The list snapshots go beside the store, not in the cwd.
+    cfg_.server.data_dir = data_dir.empty() ? dir_.path : data_dir;
+    if (tweak) tweak(cfg_);
     const dp::component_def& def = feedplane::reflector::component();
-    st::store_options so;
-    so.dir = dir_.path;
+    st::store_options so;  // as `feedplane serve` sets them
+    so.dir = cfg_.server.data_dir;
     so.replay_from = 1;
+    so.replay_window_s = cfg_.reflector.backfill_window_s;
     std::string err;
     db_ = st::store::open(
         so, st::ports_from_mesh(mesh_),
@@ -111,6 +122,7 @@ class live_server {
 
   int port() const { return port_; }
   inbox& box() { return box_; }
+  const st::store_stats& store_stats() const { return db_->stats(); }
   // Hands articles to shard 0 and waits for their durable write; returns the first seq.
   uint64_t write(std::vector<rt::article_ref> as) { return wait_acked(write_async(std::move(as))); }
   // Hands articles to shard 0; returns the count of acks to pass to wait_acked.
@@ -679,6 +691,85 @@ TEST(reflector_live, api_writes_pass_an_article_stream_paused_by_memory_pressure
   ASSERT_EQ(f.seqs.size(), 10u);
   EXPECT_EQ(f.seqs.front(), s1 + 19);
   EXPECT_EQ(f.seqs.back(), s1 + 10);
+}
+
+}  // namespace
+
+namespace {
+
+// Polls the partition's snapshot file until it holds everything up to `applied`; the last
+// file read (its `applied` below the mark after about 20 s when no round wrote it).
+feedplane::reflector::partition_snapshot wait_snapshot(const std::string& path, uint32_t partition,
+                                                       uint64_t applied) {
+  feedplane::reflector::partition_snapshot snap;
+  for (int i = 0; i < 2000; ++i) {
+    std::ifstream in(path, std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::string err;
+    if (!feedplane::reflector::decode_partition_snapshot(bytes, partition, snap, &err)) snap = {};
+    if (snap.applied >= applied) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return snap;
+}
+
+// A quiet partition (its lists match nothing new) keeps no old snapshot behind the recent
+// window: a snapshot round writes it again, so the next start replays none of the articles
+// that passed it by. Without that, the start would seek the log back to the partition's old
+// snapshot and replay every article since, however old.
+TEST(reflector_live, a_quiet_partitions_snapshot_follows_the_recent_window) {
+  temp_dir dir("feedplane-live-quiet");
+  const auto tweak = [](dp::config& c) {
+    c.reflector.snapshot_interval_s = 1;
+    c.reflector.backfill_window_s = 1;
+  };
+  std::string feed, snapshot;
+  uint64_t s1 = 0, next = 0;
+  {
+    live_server srv(2, 0, rt::mesh_options{}, dir.path, tweak);
+    const int port = srv.port();
+    wait_ready(port, 2);
+    http_test::response r = bulk_create(
+        port, "{\"account\": \"quiet\", \"query\": \"rust tokio\", \"backfill\": false}\n");
+    ASSERT_EQ(r.status, 200) << r.body;
+    const std::vector<std::string> feeds = string_fields(r.body, "feed");
+    ASSERT_EQ(feeds.size(), 1u) << r.body;
+    feed = feeds[0];
+    feedplane::reflector::feed_token t;
+    ASSERT_TRUE(feedplane::reflector::decode_token(feed.substr(feed.rfind('/') + 1), &t)) << feed;
+    snapshot = feedplane::reflector::snapshot_path(dir.path + "/lists", t.partition);
+
+    // The match makes the partition dirty; a round writes it.
+    s1 = srv.write(refs(article("Rust and Tokio", "q1", 0)));
+    poll_until(port, feed, 1, "Rust and Tokio");
+    auto snap = wait_snapshot(snapshot, t.partition, s1);
+    ASSERT_EQ(snap.applied, s1) << "no snapshot of " << snapshot << " after the match";
+    ASSERT_EQ(snap.lists.size(), 1u);
+    EXPECT_EQ(snap.lists[0].seqs, std::vector<uint64_t>{s1});
+
+    // Then articles that match nothing here, published long ago: each one moves the recent
+    // window past itself, so the partition's file falls behind it and is written again.
+    std::vector<rt::article_ref> others;
+    for (int i = 0; i < 10; ++i)
+      others.push_back(article("Go and Linux " + std::to_string(i), "o" + std::to_string(i), 0));
+    const uint64_t s2 = srv.write(std::move(others));
+    EXPECT_EQ(s2, s1 + 1);
+    next = s2 + 10;
+    snap = wait_snapshot(snapshot, t.partition, next - 1);
+    EXPECT_EQ(snap.applied, next - 1) << "the quiet partition's snapshot was not written again";
+    ASSERT_EQ(snap.lists.size(), 1u);
+    EXPECT_EQ(snap.lists[0].seqs, std::vector<uint64_t>{s1});
+  }
+  // The store's window (1 s of sequencing time) must be past the articles too.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  live_server srv(2, 0, rt::mesh_options{}, dir.path, tweak);
+  wait_ready(srv.port(), 2);
+  // Relaxed loads: the store thread wrote both before it published `streamed`, which
+  // wait_ready waited on through the shards (their feeds answer only after it).
+  EXPECT_EQ(srv.store_stats().replay_first.load(std::memory_order_relaxed), next);
+  EXPECT_EQ(srv.store_stats().articles_replayed.load(std::memory_order_relaxed), 0u);
+  const feed_state f = poll_until(srv.port(), feed, 1, "Rust and Tokio");
+  EXPECT_EQ(f.seqs, std::vector<uint64_t>{s1});
 }
 
 }  // namespace
