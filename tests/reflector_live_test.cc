@@ -123,6 +123,7 @@ class live_server {
   int port() const { return port_; }
   inbox& box() { return box_; }
   const st::store_stats& store_stats() const { return db_->stats(); }
+  const st::store& store() const { return *db_; }
   // Hands articles to shard 0 and waits for their durable write; returns the first seq.
   uint64_t write(std::vector<rt::article_ref> as) { return wait_acked(write_async(std::move(as))); }
   // Hands articles to shard 0; returns the count of acks to pass to wait_acked.
@@ -770,6 +771,57 @@ TEST(reflector_live, a_quiet_partitions_snapshot_follows_the_recent_window) {
   EXPECT_EQ(srv.store_stats().articles_replayed.load(std::memory_order_relaxed), 0u);
   const feed_state f = poll_until(srv.port(), feed, 1, "Rust and Tokio");
   EXPECT_EQ(f.seqs, std::vector<uint64_t>{s1});
+}
+
+// The article log's collection end to end: articles past the recent window that no list
+// holds leave the store, those a list holds stay, and the feeds and a restart (whose
+// replay, with no article cache yet, renders from the store) serve the same lists.
+TEST(reflector_live, the_collection_keeps_only_the_old_articles_lists_hold) {
+  temp_dir dir("feedplane-live-gc");
+  const auto tweak = [](dp::config& c) {
+    c.reflector.snapshot_interval_s = 1;
+    c.reflector.backfill_window_s = 1;
+    c.reflector.article_gc_interval_s = 1;
+  };
+  std::string feed;
+  uint64_t s1 = 0;
+  {
+    live_server srv(2, 0, rt::mesh_options{}, dir.path, tweak);
+    const int port = srv.port();
+    wait_ready(port, 2);
+    http_test::response r = bulk_create(
+        port, "{\"account\": \"gc\", \"query\": \"rust tokio\", \"k\": 2, \"backfill\": false}\n");
+    ASSERT_EQ(r.status, 200) << r.body;
+    const std::vector<std::string> feeds = string_fields(r.body, "feed");
+    ASSERT_EQ(feeds.size(), 1u) << r.body;
+    feed = feeds[0];
+    // Published long ago, so past the window at once; the list keeps the newest two
+    // matches, and the first match and ten others are in no list.
+    std::vector<rt::article_ref> as;
+    for (int i = 1; i <= 3; ++i)
+      as.push_back(article("Rust and Tokio " + std::to_string(i), "t" + std::to_string(i), 0));
+    for (int i = 0; i < 10; ++i)
+      as.push_back(article("Go and Linux " + std::to_string(i), "o" + std::to_string(i), 0));
+    s1 = srv.write(std::move(as));
+    poll_until(port, feed, 2, "Rust and Tokio 3", "Rust and Tokio 2");
+    // The store's own window (1 s of sequencing time) lets them go a second later.
+    for (int i = 0; i < 2000 && srv.store_stats().articles_deleted.load() < 11; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    EXPECT_EQ(srv.store_stats().articles_deleted.load(), 11u);
+    std::string err;
+    std::vector<uint64_t> stored;
+    for (const rt::article_ref& a : srv.store().read_articles(1, 100, &err))
+      stored.push_back(a->seq());
+    EXPECT_EQ(err, "");
+    EXPECT_EQ(stored, (std::vector<uint64_t>{s1 + 1, s1 + 2}));
+    const feed_state f = poll(port, feed);
+    EXPECT_EQ(f.seqs, (std::vector<uint64_t>{s1 + 2, s1 + 1}));
+  }
+  live_server srv(2, 0, rt::mesh_options{}, dir.path, tweak);
+  wait_ready(srv.port(), 2);
+  EXPECT_EQ(srv.store_stats().articles_kept.load(), 2u);
+  const feed_state f = poll_until(srv.port(), feed, 2, "Rust and Tokio 3", "Rust and Tokio 2");
+  EXPECT_EQ(f.seqs, (std::vector<uint64_t>{s1 + 2, s1 + 1}));
 }
 
 }  // namespace

@@ -1051,6 +1051,100 @@ TEST(store, the_replay_starts_at_the_lowest_need_or_the_recent_window) {
   }
 }
 
+// A shard's collection report (rt::gc_report) on its api lane.
+std::unique_ptr<test_write> gc_write(stand_in& s, uint64_t bound, std::vector<uint64_t> held) {
+  auto w = std::make_unique<test_write>();
+  w->origin_shard = s.index;
+  w->gc = std::make_unique<rt::gc_report>();
+  w->gc->bound = bound;
+  w->gc->held = std::move(held);
+  return w;
+}
+
+// The sequences of the stored articles, in order (the log's gaps skipped).
+std::vector<uint64_t> stored_seqs(const st::store& store) {
+  std::string err;
+  std::vector<uint64_t> v;
+  for (const rt::article_ref& a : store.read_articles(1, 1000, &err)) v.push_back(a->seq());
+  EXPECT_EQ(err, "");
+  return v;
+}
+
+std::vector<uint64_t> range_with(uint64_t from, uint64_t to, std::vector<uint64_t> also) {
+  for (uint64_t q = from; q < to; ++q) also.push_back(q);
+  std::sort(also.begin(), also.end());
+  return also;
+}
+
+// The article log's collection: nothing goes until every shard has reported; then what no
+// report holds below the lowest bound goes, what was kept stays only while a list holds
+// it, the record of it survives a restart (whose replay skips the gaps), and a bound below
+// the collected range releases only kept articles below it.
+TEST(store, collects_what_no_shard_holds_below_every_bound) {
+  temp_dir d;
+  auto stats_are = [](const st::store& s, uint64_t runs, uint64_t deleted, uint64_t base,
+                      uint64_t kept) {
+    EXPECT_EQ(s.stats().gc_runs.load(), runs);
+    EXPECT_EQ(s.stats().articles_deleted.load(), deleted);
+    EXPECT_EQ(s.stats().gc_base.load(), base);
+    EXPECT_EQ(s.stats().articles_kept.load(), kept);
+  };
+  {
+    auto shards = make_stand_ins(2);
+    auto store = open_store(d.path, ports_of(shards));
+    ASSERT_NE(store, nullptr);
+    crew c;
+    for (auto& s : shards) c.consume(*s);
+    store->start();
+    ASSERT_TRUE(wait_for([&] { return shards[0]->streamed_flag.load(); }));
+    push_all(*store, *shards[0], one(shards[0]->make_write(1, "a1", "v", 100)));  // 1-100
+    ASSERT_TRUE(wait_for([&] { return shards[0]->acked_ok.load() == 1; }));
+
+    push_all(*store, *shards[0], one(gc_write(*shards[0], 60, {3, 10, 11, 50})),
+             rt::write_lane::api);
+    ASSERT_TRUE(wait_for([&] { return shards[0]->acked_ok.load() == 2; }));
+    stats_are(*store, 0, 0, 1, 0);  // shard 1 has not reported
+    EXPECT_EQ(stored_seqs(*store), range_with(1, 101, {}));
+
+    push_all(*store, *shards[1], one(gc_write(*shards[1], 80, {20, 70, 75})), rt::write_lane::api);
+    ASSERT_TRUE(wait_for([&] { return shards[1]->acked_ok.load() == 1; }));
+    stats_are(*store, 1, 54, 60, 5);  // below 60: 59 less the 5 held
+    EXPECT_EQ(stored_seqs(*store), range_with(60, 101, {3, 10, 11, 20, 50}));
+    std::string err;
+    EXPECT_FALSE(store->read_article(4, &err));
+    EXPECT_EQ(err, "") << "a collected article is absent, not an error";
+    EXPECT_TRUE(store->read_article(50, &err)) << err;
+
+    // Kept 3, 11, 20 and 50 are no longer held; 10 is. Below 90: 62 and 85 are held.
+    push_all(*store, *shards[1], one(gc_write(*shards[1], 95, {62})), rt::write_lane::api);
+    push_all(*store, *shards[0], one(gc_write(*shards[0], 90, {10, 85})), rt::write_lane::api);
+    ASSERT_TRUE(wait_for([&] { return store->stats().gc_runs.load() == 2; }));
+    stats_are(*store, 2, 54 + 4 + 28, 90, 3);
+    EXPECT_EQ(stored_seqs(*store), range_with(90, 101, {10, 62, 85}));
+    store->stop();
+    c.finish();
+  }
+  // A restart reads the record and replays over the gaps.
+  auto shards = make_stand_ins(2);
+  auto store = open_store(d.path, ports_of(shards), nullptr, 1);
+  ASSERT_NE(store, nullptr);
+  crew c;
+  for (auto& s : shards) c.consume(*s);
+  store->start();
+  ASSERT_TRUE(wait_for([&] { return shards[0]->streamed_flag && shards[1]->streamed_flag; }));
+  stats_are(*store, 0, 0, 90, 3);
+  ASSERT_TRUE(wait_for([&] { return shards[1]->articles_seen.load() == 14; }));
+  // A longer window since: bounds below the collected range reach only kept articles.
+  push_all(*store, *shards[0], one(gc_write(*shards[0], 50, {})), rt::write_lane::api);
+  push_all(*store, *shards[1], one(gc_write(*shards[1], 70, {})), rt::write_lane::api);
+  ASSERT_TRUE(wait_for([&] { return store->stats().gc_runs.load() == 1; }));
+  stats_are(*store, 1, 1, 90, 2);
+  EXPECT_EQ(stored_seqs(*store), range_with(90, 101, {62, 85}));
+  store->stop();
+  c.finish();
+  EXPECT_EQ(shards[0]->seqs, range_with(90, 101, {10, 62, 85}));
+}
+
 TEST(store, a_replayed_article_under_another_sequence_fails_the_store) {
   temp_dir d;
   {

@@ -280,6 +280,22 @@ void store_samples(const store::store& db, std::vector<runtime::metric_sample>& 
       metric_type::gauge, double(s.replay_first.load(std::memory_order_relaxed)));
   add("feedplane_store_articles_replayed_total", "Articles the start-up replay broadcast",
       metric_type::counter, double(s.articles_replayed.load(std::memory_order_relaxed)));
+  const uint64_t next = s.next_seq.load(std::memory_order_relaxed);
+  const uint64_t base = s.gc_base.load(std::memory_order_relaxed);
+  const uint64_t kept = s.articles_kept.load(std::memory_order_relaxed);
+  add("feedplane_store_articles_stored",
+      "Articles in the log: those not yet collected and those lists hold", metric_type::gauge,
+      double(next - std::min(next, base) + kept));
+  add("feedplane_store_article_bytes",
+      "Bytes of the article log's files on disk (deletions free them as compactions pass)",
+      metric_type::gauge, double(db.article_file_bytes()));
+  add("feedplane_store_gc_runs_total", "Collections of the article log (store.h)",
+      metric_type::counter, double(s.gc_runs.load(std::memory_order_relaxed)));
+  add("feedplane_store_articles_deleted_total",
+      "Articles the collections deleted (past the recent window, in no list)", metric_type::counter,
+      double(s.articles_deleted.load(std::memory_order_relaxed)));
+  add("feedplane_store_articles_kept", "Articles below the collected range that lists hold",
+      metric_type::gauge, double(kept));
   add("feedplane_store_failed", "1 when the store refuses durable writes until restart",
       metric_type::gauge, s.failed.load(std::memory_order_relaxed) ? 1 : 0);
   hist("feedplane_store_group_writes", "Writes per group commit", s.group_writes);
@@ -359,7 +375,7 @@ void shard_info_route(net::request_context& ctx, net::http_response& r) {
 // What an operator (and the load harness's delivery check) reads to see which entries
 // feedplane sequenced and when: one object per article, in sequence order. Read from the
 // store on the connection's shard (RocksDB reads are thread-safe); the limit bounds the
-// work per request.
+// work per request. Collected articles (past the recent window, in no list) are absent.
 
 bool parse_u64(std::string_view s, uint64_t* v) {
   const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *v);
@@ -385,16 +401,18 @@ void articles_route(net::request_context& ctx, net::http_response& r) {
   std::string& out = r.storage;
   out = "{\"articles\": [";
   std::string err;
-  uint64_t seq = after + 1, n = 0;
-  for (; seq < next && n < limit; ++seq, ++n) {
-    runtime::article_ref art = c.db->read_article(seq, &err);
-    if (!art) {
-      net::set_json_error(r, 500, "store_read_failed",
-                          fmt::format("article {}: {}", seq, err.empty() ? "absent" : err));
-      return;
-    }
-    out += n == 0 ? "\n" : ",\n";
-    fmt::format_to(std::back_inserter(out), "{{\"seq\": {}, \"guid\": ", seq);
+  // The log has gaps where articles were collected (store.h): the next `limit` stored.
+  const std::vector<runtime::article_ref> arts = c.db->read_articles(after + 1, limit, &err);
+  if (!err.empty()) {
+    net::set_json_error(r, 500, "store_read_failed", err);
+    return;
+  }
+  uint64_t last = after, n = 0;
+  for (const runtime::article_ref& art : arts) {
+    if (art->seq() >= next) break;  // sequenced after `next` was read: the next page's
+    out += n++ == 0 ? "\n" : ",\n";
+    last = art->seq();
+    fmt::format_to(std::back_inserter(out), "{{\"seq\": {}, \"guid\": ", last);
     base::append_json_string(art->guid(), out);
     out += ", \"link\": ";
     base::append_json_string(art->link(), out);
@@ -406,7 +424,9 @@ void articles_route(net::request_context& ctx, net::http_response& r) {
                    art->meta().source_id, art->meta().published, art->meta().fetched_ms,
                    art->sequenced_ms(), art->meta().replaces);
   }
-  fmt::format_to(std::back_inserter(out), "\n], \"next_after\": {}, \"sequenced\": {}}}\n", seq - 1,
+  // A short page read to the end of the log: the next starts after everything sequenced.
+  if (n < limit) last = std::max(last, next - 1);
+  fmt::format_to(std::back_inserter(out), "\n], \"next_after\": {}, \"sequenced\": {}}}\n", last,
                  next - 1);
   r.body = out;
   r.content_type = "application/json";

@@ -652,16 +652,19 @@ class reflector final : public dataplane::component {
   // than the event that says so: the shard is caught up once it applied the last
   // sequence the store had when streaming ended. Until then it answers 503 "starting".
   uint64_t replay_target_ = 0;
+  uint64_t replay_end_ = 0;  // store_stats::replay_end
   bool caught_up_ = false;
   uint32_t shards_caught_up_ = 0;  // shards that said they caught up (this one included)
   void mark_caught_up() {
     caught_up_ = true;
+    if (replay_end_ != 0) last_seq_ = std::max(last_seq_, replay_end_ - 1);
     // The replay of what the snapshots held is over: free its state, start writing ours.
     replay_hi_ = 0;
     restore_.clear();
     replay_index_.reset();
     replay_ids_ = {};
     if (snap_interval_ms_ != 0) s_.rt->loop().arm(snap_timer_, snap_interval_ms_);
+    if (gc_interval_ms_ != 0) s_.rt->loop().arm(gc_timer_, gc_interval_ms_);
     for (uint32_t j = 0; j < s_.rt->count(); ++j) {
       auto t = std::make_unique<fn_task>();
       t->on_target = [](rt::shard& s) { ++of(s).shards_caught_up_; };
@@ -789,6 +792,18 @@ class reflector final : public dataplane::component {
   uint32_t snap_refresh_left_ = 0;
   net::timer snap_timer_;
   std::unique_ptr<snapshot_writer> writer_;
+  // The article log's collection (DESIGN.md 9; rt::gc_report): every article_gc_interval_s
+  // a scan of every list, in slices, gathers the sequences below the recent window's first
+  // (gc_bound_, fixed when the scan starts) that lists hold, and sends them to the store.
+  static void on_gc_timer(void* ctx);
+  void gc_slice(size_t budget);
+  uint64_t gc_interval_ms_ = 0;
+  net::timer gc_timer_;
+  bool gc_scan_ = false;
+  size_t gc_next_ = 0;  // the scan's next index into subs_
+  uint64_t gc_bound_ = 0;
+  std::vector<uint64_t> gc_held_;
+  size_t gc_unique_ = 0;  // gc_held_'s size after its last sort and unique
   std::string snap_bytes_;
   std::vector<uint64_t> snap_seqs_;
   // Start-up only (freed once caught up): each partition's restored sequence (0: no file),
@@ -848,6 +863,7 @@ class reflector final : public dataplane::component {
     rt::histogram* delivered_us = nullptr;
     rt::counter* articles = nullptr;
     rt::counter* snapshot_files = nullptr;
+    rt::counter* gc_reports = nullptr;
     rt::counter* snapshot_bytes = nullptr;
     rt::counter* restored_lists = nullptr;
     rt::counter* weight_sent = nullptr;
@@ -864,6 +880,8 @@ reflector::reflector(shard_services& s)
   retry_.set(&reflector::on_retry, this);
   renders_ = render_cache<rendered>(size_t{s.cfg->reflector.render_cache_mb} << 20);
   snap_timer_.set(&reflector::on_snapshot_timer, this);
+  gc_timer_.set(&reflector::on_gc_timer, this);
+  gc_interval_ms_ = uint64_t{s.cfg->reflector.article_gc_interval_s} * 1000;
   memory_timer_.set(&reflector::on_memory_timer, this);
   weight_timer_.set(&reflector::on_weight_timer, this);
   if (s.db != nullptr) first_live_seq_ = s.db->stats().next_seq.load(std::memory_order_relaxed);
@@ -967,6 +985,9 @@ reflector::reflector(shard_services& s)
                                        "Partition list snapshots handed to the writer");
   m_.snapshot_bytes = &reg.add_counter("feedplane_reflector_snapshot_bytes_total",
                                        "Bytes of partition list snapshots handed to the writer");
+  m_.gc_reports = &reg.add_counter(
+      "feedplane_reflector_gc_reports_total",
+      "Reports to the store of the old articles this shard's lists hold (its collection)");
   m_.restored_lists = &reg.add_counter("feedplane_reflector_restored_lists_total",
                                        "Lists restored from snapshots at start-up");
   m_.weight_sent = &reg.add_counter(
@@ -985,6 +1006,7 @@ reflector::reflector(shard_services& s)
 reflector::~reflector() {
   if (retry_.armed()) s_.rt->loop().disarm(retry_);
   if (snap_timer_.armed()) s_.rt->loop().disarm(snap_timer_);
+  if (gc_timer_.armed()) s_.rt->loop().disarm(gc_timer_);
   if (memory_timer_.armed()) s_.rt->loop().disarm(memory_timer_);
   if (weight_timer_.armed()) s_.rt->loop().disarm(weight_timer_);
   if (statm_fd_ >= 0) ::close(statm_fd_);
@@ -1768,13 +1790,17 @@ void reflector::prefetch_end() {
 
 void reflector::on_streamed(rt::shard&) {
   streamed_ = true;
-  // Relaxed is enough: the store wrote next_seq before it published `streamed` (release),
-  // which this shard consumed (acquire); a later, larger value only waits a little longer.
-  replay_target_ = s_.db->stats().next_seq.load(std::memory_order_relaxed) - 1;
+  // Relaxed is enough: the store wrote these before it published `streamed` (release),
+  // which this shard consumed (acquire). The replay ends at its last article (the log has
+  // gaps where articles were collected); once it applied that one, the shard has applied
+  // everything the store had sequenced when streaming ended.
+  const store::store_stats& st = s_.db->stats();
+  replay_target_ = st.replay_last.load(std::memory_order_relaxed);
+  replay_end_ = st.replay_end.load(std::memory_order_relaxed);
   // The replay started at `first`: every list holds what it needs below it (the store took
   // the lowest sequence any list asked for), so this shard has applied everything before
   // it, and nothing is recent before it. Relaxed, as above.
-  const uint64_t first = s_.db->stats().replay_first.load(std::memory_order_relaxed);
+  const uint64_t first = st.replay_first.load(std::memory_order_relaxed);
   if (first > 1) {
     last_seq_ = std::max(last_seq_, first - 1);
     if (window_.empty()) window_first_seq_ = std::max(window_first_seq_, first);
@@ -1993,6 +2019,60 @@ void reflector::on_snapshot_timer(void* ctx) {
   // About 50,000 lists (a few MB copied) per tick, then the loop serves what waits.
   self.snapshot_slice(50'000);
   self.s_.rt->loop().arm(self.snap_timer_, self.snap_round_ ? 1 : self.snap_interval_ms_);
+}
+
+void reflector::on_gc_timer(void* ctx) {
+  auto& self = *static_cast<reflector*>(ctx);
+  if (self.stopping_) return;
+  if (!self.gc_scan_) {
+    // Lists gain only sequences at or above the window's first (new matches, backfills
+    // from the window), and it only moves up: what no list holds below it now, no list
+    // ever will (rt::gc_report).
+    self.gc_scan_ = true;
+    self.gc_next_ = 0;
+    self.gc_bound_ = std::min(self.window_first_seq_, self.last_seq_ + 1);
+    self.gc_held_.clear();
+    self.gc_unique_ = 0;
+  }
+  // About 50,000 lists (up to k sequences each) per tick, then the loop serves what waits.
+  self.gc_slice(50'000);
+  self.s_.rt->loop().arm(self.gc_timer_, self.gc_scan_ ? 1 : self.gc_interval_ms_);
+}
+
+void reflector::gc_slice(size_t budget) {
+  auto unique = [this] {
+    std::sort(gc_held_.begin(), gc_held_.end());
+    gc_held_.erase(std::unique(gc_held_.begin(), gc_held_.end()), gc_held_.end());
+    gc_unique_ = gc_held_.size();
+  };
+  for (; gc_next_ < subs_.size() && budget > 0; ++gc_next_, --budget) {
+    const subscription* sub = subs_[gc_next_].get();
+    if (sub == nullptr) continue;
+    sub->list.for_each([this](uint64_t seq) {
+      if (seq < gc_bound_) gc_held_.push_back(seq);
+    });
+    // Popular articles sit in many lists: unique now and then, so the vector stays about
+    // the size of the distinct sequences.
+    if (gc_held_.size() >= 2 * gc_unique_ + (size_t{1} << 20)) unique();
+  }
+  if (gc_next_ < subs_.size()) return;
+  // The store's write ring is full: the report waits for the next tick, still valid.
+  if (!s_.rt->can_write(rt::write_lane::api)) return;
+  unique();
+  auto w = std::make_unique<fn_write>();
+  w->gc = std::make_unique<rt::gc_report>();
+  w->gc->bound = gc_bound_;
+  w->gc->held = std::move(gc_held_);
+  gc_held_ = {};
+  w->fn = [](rt::shard& s, fn_write& done) {
+    if (done.status == 0) of(s).m_.gc_reports->add();
+  };
+  rt::write_ptr wp = std::move(w);
+  if (s_.rt->write(wp, rt::write_lane::api)) {
+    gc_scan_ = false;
+  } else {
+    gc_held_ = std::move(wp->gc->held);  // left with us: sent again next tick, whole
+  }
 }
 
 void reflector::snapshot_slice(size_t budget) {

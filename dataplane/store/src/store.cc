@@ -37,6 +37,9 @@ static_assert(sizeof(k_errc) / sizeof(k_errc[0]) == size_t(store_errc::bad_write
 // meta keys
 constexpr std::string_view k_format_key = "format_version";
 constexpr std::string_view k_next_seq_key = "next_seq";
+// The article log's collection: u64 base (big-endian), then the sequences below it still
+// stored (every other one below base is deleted), ascending, as LEB128 gaps from the last.
+constexpr std::string_view k_gc_key = "article_gc";
 
 constexpr size_t k_kinds = size_t(rt::kind::count);
 
@@ -54,6 +57,43 @@ uint64_t get_be64(std::string_view s) {
 }
 
 rocksdb::Slice slice(std::string_view s) { return {s.data(), s.size()}; }
+
+std::string encode_gc(uint64_t base, const std::vector<uint64_t>& kept) {
+  std::string out(8, '\0');
+  put_be64(base, out.data());
+  uint64_t last = 0;
+  for (uint64_t v : kept) {
+    for (uint64_t d = v - last;; d >>= 7) {
+      out.push_back(char((d & 0x7f) | (d >= 0x80 ? 0x80 : 0)));
+      if (d < 0x80) break;
+    }
+    last = v;
+  }
+  return out;
+}
+
+bool decode_gc(std::string_view in, uint64_t* base, std::vector<uint64_t>* kept) {
+  if (in.size() < 8) return false;
+  *base = get_be64(in);
+  kept->clear();
+  uint64_t last = 0, d = 0;
+  int shift = 0;
+  for (size_t i = 8; i < in.size(); ++i) {
+    if (shift > 63) return false;
+    d |= uint64_t(uint8_t(in[i]) & 0x7f) << shift;
+    if ((uint8_t(in[i]) & 0x80) != 0) {
+      shift += 7;
+      continue;
+    }
+    if (d == 0) return false;  // ascending, unique
+    last += d;
+    if (last >= *base) return false;
+    kept->push_back(last);
+    d = 0;
+    shift = 0;
+  }
+  return shift == 0;
+}
 
 // Kinds a shard may write through a store_op: meta and articles belong to the store.
 bool shard_writable(rt::kind k) {
@@ -120,6 +160,11 @@ struct store::impl {
   std::chrono::steady_clock::time_point last_write{};  // the last synced write's start
   rocksdb::WriteBatch batch;
   rocksdb::WriteOptions sync_write;
+  // The article log's collection: each shard's latest report (null: none since the last
+  // collection); every article below gc_base is deleted but those in gc_kept (ascending).
+  std::vector<std::unique_ptr<rt::gc_report>> gc_reports;
+  uint64_t gc_base = 1;
+  std::vector<uint64_t> gc_kept;
 
   ~impl() {
     if (db) {
@@ -147,6 +192,7 @@ struct store::impl {
   void gather_more(bool crawl_lane);
   void hold_for_group(bool crawl_lane);
   void commit();
+  void collect();
   bool advance_broadcast();
   void ack(rt::write_ptr w);
   void wait_for_room();
@@ -285,6 +331,18 @@ rocksdb::Status store::impl::open_db(std::string* error) {
       if (last >= next_seq) next_seq = last + 1;
     }
   }
+  s = db->Get(rocksdb::ReadOptions(), meta, slice(k_gc_key), &v);
+  if (s.ok() && !decode_gc(v, &gc_base, &gc_kept)) {
+    *error = "the store in " + opt.dir + " has an unreadable article collection record";
+    return rocksdb::Status::Corruption(*error);
+  }
+  if (!s.ok() && !s.IsNotFound()) {
+    *error =
+        "cannot read the store's article collection record in " + opt.dir + ": " + s.ToString();
+    return s;
+  }
+  stats->gc_base.store(gc_base, std::memory_order_relaxed);
+  stats->articles_kept.store(gc_kept.size(), std::memory_order_relaxed);
   if (init.Count() > 0) {
     rocksdb::WriteOptions w;
     w.sync = true;
@@ -488,6 +546,7 @@ void store::impl::stream_startup() {
         if (ports[i].articles->unpublished() >= 256) publish_port(i);
       }
       stats->articles_replayed.fetch_add(1, std::memory_order_relaxed);
+      stats->replay_last.store(key_seq, std::memory_order_relaxed);  // relaxed, as above
     }
     if (first > 1) {
       // Relaxed: this thread's own counter.
@@ -499,6 +558,8 @@ void store::impl::stream_startup() {
           static_cast<unsigned long long>(first));
     }
   }
+  // Relaxed: published with `streamed` below (its event's ring release, and the flag's).
+  stats->replay_end.store(next_seq, std::memory_order_relaxed);
   for (size_t i = 0; i < ports.size(); ++i) {
     rt::store_event ev;
     ev.type = rt::store_event::streamed;
@@ -690,6 +751,14 @@ void store::impl::commit() {
     durable = !failed;  // nothing to write (empty writes): durable as they stand
   }
 
+  bool reports = false;
+  for (rt::write_ptr& w : group) {
+    if (w->gc && w->status == 0 && w->origin_shard < gc_reports.size()) {
+      gc_reports[w->origin_shard] = std::move(w->gc);
+      reports = true;
+    }
+  }
+
   // API-lane writes are acknowledged now. The crawl lane's wait until their group's
   // articles are on every shard's ring: a shard that reads such an ack finds the articles
   // already there, and while a shard takes no articles its crawlers wait behind them.
@@ -713,6 +782,93 @@ void store::impl::commit() {
     for (uint32_t spin = 0; spin < 256 && !advance_broadcast(); ++spin) cpu_relax();
   }
   for (size_t i = 0; i < ports.size(); ++i) publish_port(i);
+  if (reports && !failed &&
+      std::all_of(gc_reports.begin(), gc_reports.end(), [](const auto& r) { return bool(r); }))
+    collect();
+}
+
+// Deletes the articles no list of any shard holds below every shard's bound (and the
+// store's own recent window), in one synced batch with the new collection record. The
+// stored articles below the bound are the ones kept last time and those from gc_base on;
+// a run of 16 or more deleted sequences is one range deletion, shorter runs point
+// deletions. RocksDB frees the space as its compactions pass the tombstones; the range
+// is suggested to them at once.
+void store::impl::collect() {
+  uint64_t bound = std::min(next_seq, first_recent_seq());
+  std::vector<uint64_t> listed;
+  for (auto& r : gc_reports) {
+    bound = std::min(bound, r->bound);
+    listed.insert(listed.end(), r->held.begin(), r->held.end());
+  }
+  for (auto& r : gc_reports) r.reset();
+  std::sort(listed.begin(), listed.end());
+  listed.erase(std::unique(listed.begin(), listed.end()), listed.end());
+  listed.erase(std::lower_bound(listed.begin(), listed.end(), bound), listed.end());
+  // A bound below gc_base (a longer window since the last collection) reaches only the
+  // kept articles below it: the reports say nothing of the lists' sequences above it.
+  if (bound <= gc_base && (gc_kept.empty() || gc_kept.front() >= bound)) return;
+
+  batch.Clear();
+  rocksdb::ColumnFamilyHandle* h = cf[size_t(rt::kind::articles)];
+  uint64_t deleted = 0;
+  std::vector<uint64_t> kept;
+  auto erase_one = [&](uint64_t seq) {
+    char key[8];
+    put_be64(seq, key);
+    batch.Delete(h, rocksdb::Slice(key, 8)).PermitUncheckedError();
+    ++deleted;
+  };
+  // What was kept last time stays only if a list still holds it.
+  for (uint64_t seq : gc_kept) {
+    if (seq >= bound || std::binary_search(listed.begin(), listed.end(), seq)) {
+      kept.push_back(seq);
+    } else {
+      erase_one(seq);
+    }
+  }
+  // [gc_base, bound): every sequence is stored; keep the listed ones.
+  auto erase_run = [&](uint64_t from, uint64_t to) {
+    if (to - from >= 16) {
+      char a[8], b[8];
+      put_be64(from, a);
+      put_be64(to, b);
+      batch.DeleteRange(h, rocksdb::Slice(a, 8), rocksdb::Slice(b, 8)).PermitUncheckedError();
+      deleted += to - from;
+    } else {
+      for (uint64_t seq = from; seq < to; ++seq) erase_one(seq);
+    }
+  };
+  uint64_t at = gc_base;
+  for (auto it = std::lower_bound(listed.begin(), listed.end(), gc_base); it != listed.end();
+       ++it) {
+    erase_run(at, *it);
+    kept.push_back(*it);
+    at = *it + 1;
+  }
+  erase_run(at, std::max(at, bound));
+  bound = std::max(bound, gc_base);
+  std::sort(kept.begin(), kept.end());
+  batch.Put(cf[size_t(rt::kind::meta)], slice(k_gc_key), slice(encode_gc(bound, kept)))
+      .PermitUncheckedError();
+  const rocksdb::Status s = db->Write(sync_write, &batch);
+  if (!s.ok()) {
+    fail("durable write of an article collection failed: " + s.ToString());
+    return;
+  }
+  const uint64_t first = gc_kept.empty() ? gc_base : std::min(gc_kept.front(), gc_base);
+  gc_base = bound;
+  gc_kept = std::move(kept);
+  // Relaxed: gauges and counters read by /metrics and tests, ordered with nothing.
+  stats->gc_runs.fetch_add(1, std::memory_order_relaxed);
+  stats->articles_deleted.fetch_add(deleted, std::memory_order_relaxed);
+  stats->gc_base.store(gc_base, std::memory_order_relaxed);
+  stats->articles_kept.store(gc_kept.size(), std::memory_order_relaxed);
+  char a[8], b[8];
+  put_be64(first, a);
+  put_be64(bound, b);
+  const rocksdb::Slice from(a, 8), to(b, 8);
+  // A hint: RocksDB marks the files in the range for compaction by its background threads.
+  db->SuggestCompactRange(h, &from, &to).PermitUncheckedError();
 }
 
 void store::impl::ack(rt::write_ptr w) {
@@ -825,6 +981,7 @@ std::unique_ptr<store> store::open(const store_options& opt, std::vector<store_p
   p->ports = std::move(ports);
   p->owner = owner ? std::move(owner) : [](rt::kind, std::string_view) { return uint32_t{0}; };
   p->group.reserve(p->opt.max_group);
+  p->gc_reports.resize(p->ports.size());
   p->sync_write.sync = true;
   std::unique_ptr<store> s(new store(std::move(p)));
   if (!s->impl_->open_db(error).ok()) return nullptr;
@@ -854,6 +1011,14 @@ void store::wake_store() { sleeper_.word().notify_one(); }
 uint64_t store::memtable_bytes() const {
   uint64_t v = 0;
   if (!impl_->db->GetAggregatedIntProperty(rocksdb::DB::Properties::kCurSizeAllMemTables, &v))
+    return 0;
+  return v;
+}
+
+uint64_t store::article_file_bytes() const {
+  uint64_t v = 0;
+  if (!impl_->db->GetIntProperty(impl_->cf[size_t(rt::kind::articles)],
+                                 rocksdb::DB::Properties::kTotalSstFilesSize, &v))
     return 0;
   return v;
 }
@@ -889,6 +1054,27 @@ rt::article_ref store::read_article(uint64_t seq, std::string* error) const {
   std::string rec;
   if (!read_article_record(seq, &rec, error)) return {};
   return rt::article::decode(rec, error);
+}
+
+std::vector<rt::article_ref> store::read_articles(uint64_t first, size_t limit,
+                                                  std::string* error) const {
+  error->clear();
+  std::vector<rt::article_ref> out;
+  char key[8];
+  put_be64(first, key);
+  std::unique_ptr<rocksdb::Iterator> it(
+      impl_->db->NewIterator(rocksdb::ReadOptions(), impl_->cf[size_t(rt::kind::articles)]));
+  for (it->Seek(rocksdb::Slice(key, 8)); it->Valid() && out.size() < limit; it->Next()) {
+    rt::article_ref a = rt::article::decode({it->value().data(), it->value().size()}, error);
+    if (!a) {
+      *error = "article " + std::to_string(get_be64({it->key().data(), it->key().size()})) + ": " +
+               *error;
+      return out;
+    }
+    out.push_back(std::move(a));
+  }
+  if (!it->status().ok()) *error = it->status().ToString();
+  return out;
 }
 
 std::vector<store_port> ports_from_mesh(runtime::mesh& m) {

@@ -91,6 +91,9 @@ struct reflector_config {
   uint32_t render_cache_mb = 128;     // per shard: feeds rendered since their last change
   uint32_t max_subscriptions = 100;   // per account (the admin bulk route has no limit)
   uint32_t snapshot_interval_s = 30;  // lists snapshotted at most this far apart (0: never)
+  // The article log is collected this often: articles past the recent window that no list
+  // holds are deleted from the store (0: never).
+  uint32_t article_gc_interval_s = 3600;
   // Each shard's counts of the subscriptions each source's articles matched go to the
   // source's crawler (its fetch weight) this often.
   uint32_t weight_report_interval_s = 10;

@@ -81,6 +81,11 @@ class last_k {
     v.clear();
     for (uint32_t i = 0; i < count_; ++i) v.push_back(slots_[wrap(head_ + i)]);
   }
+  // f(seq) for each entry, oldest first, without a copy (the article log's collection).
+  template <class F>
+  void for_each(F&& f) const {
+    for (uint32_t i = 0; i < count_; ++i) f(slots_[wrap(head_ + i)]);
+  }
   size_t size() const { return count_; }
   bool empty() const { return count_ == 0; }
   // Starts loading the slot an in-order insert writes (the match loop calls it a few

@@ -73,6 +73,17 @@ struct store_op {
 // acknowledges them while the broadcast waits. Order holds within a lane, not across.
 enum class write_lane : uint8_t { crawl = 0, api = 1 };
 
+// A shard's part of a collection of the article log (DESIGN.md 9: an article is deleted
+// once it is past the recent window and no list holds it). Every sequence below `bound`
+// that a list of the shard held when it looked, sorted and unique. A list gains only
+// sequences at or above the shard's recent window (new matches, backfills), and `bound` is
+// at most the window's first sequence when the scan began: whatever is below it and not
+// in `held` is in no list of the shard for good.
+struct gc_report {
+  uint64_t bound = 0;
+  std::vector<uint64_t> held;
+};
+
 // A durable write: its ops and its new articles are applied in one RocksDB WriteBatch
 // (all or nothing), synced with the rest of its group, and only then acknowledged by
 // sending the same object back to its origin shard. Articles get their sequence numbers
@@ -89,6 +100,9 @@ struct store_write {
   // Filled by the store before it sends the write back.
   int32_t status = 0;      // 0, or a store error (store.h: store_errc)
   uint64_t first_seq = 0;  // sequence of articles[0] (the rest follow densely)
+  // A shard's collection report (api lane, no ops, no articles): the store deletes once
+  // every shard has sent one (store.h).
+  std::unique_ptr<gc_report> gc;
 };
 using write_ptr = std::unique_ptr<store_write>;
 

@@ -13,6 +13,13 @@
 // that group and every later write come back with a non-zero status, nothing is
 // sequenced or broadcast again, the reason is in stats(), reads keep working.
 //
+// The article log is collected (DESIGN.md 9: an article goes once it is past the recent
+// window and no list holds it). Each shard sends a gc_report (runtime/messages.h) on its api
+// lane; once every shard has sent one since the last collection, the store deletes the
+// articles below the lowest bound, and below its own recent window (replay_window_s), that
+// no report holds, in one synced batch with the record of what it kept. Reads and the
+// replay skip the gaps.
+//
 // Threads: open/start/stop on the owner (the main thread); notify() on a shard after it
 // publishes to its write ring; stats(), queue_depth(), get(), read_article() on any
 // thread; everything else on the store's own thread.
@@ -147,8 +154,19 @@ struct store_stats {
   std::atomic<uint64_t> records_streamed{0};   // start-up records sent to shards
   std::atomic<uint64_t> articles_replayed{0};
   std::atomic<uint64_t> replay_first{0};  // the first sequence the start-up replay sought
-  std::atomic<bool> streamed{false};      // start-up streaming done (for /readyz)
-  std::atomic<uint64_t> next_seq{1};      // the sequence the next article gets
+  // The last sequence the start-up replay broadcast (0: none), and next_seq when it ended:
+  // the log has gaps where articles were collected, so a shard is caught up once it
+  // applied replay_last, and has then applied everything below replay_end.
+  std::atomic<uint64_t> replay_last{0};
+  std::atomic<uint64_t> replay_end{0};
+  std::atomic<bool> streamed{false};  // start-up streaming done (for /readyz)
+  std::atomic<uint64_t> next_seq{1};  // the sequence the next article gets
+  // The article log's collection (rt::gc_report): every article below gc_base is deleted
+  // but articles_kept of them, which lists held.
+  std::atomic<uint64_t> gc_runs{0};
+  std::atomic<uint64_t> articles_deleted{0};  // by this process
+  std::atomic<uint64_t> gc_base{1};
+  std::atomic<uint64_t> articles_kept{0};
   // failed: set once, with release, after failed_reason is written; a reader that sees
   // true (acquire) may read failed_reason (store::failed_reason() does both).
   std::atomic<bool> failed{false};
@@ -194,12 +212,18 @@ class store {
   // Bytes in RocksDB's memtables, every family, active and waiting to be flushed (a gauge;
   // RocksDB's properties are thread-safe).
   uint64_t memtable_bytes() const;
+  // Bytes of the article family's files on disk (a gauge; RocksDB's property).
+  uint64_t article_file_bytes() const;
 
   // Reads, from any thread (RocksDB reads are thread-safe and see every acknowledged
   // write). False when absent or on error (then *error is set, else cleared).
   bool get(runtime::kind k, std::string_view key, std::string* value, std::string* error) const;
   // The article with sequence seq, decoded; empty when absent or unreadable (see *error).
   runtime::article_ref read_article(uint64_t seq, std::string* error) const;
+  // Up to `limit` stored articles from sequence `first` on, in order (the log has gaps
+  // where articles were collected). On an error, those before it and *error set.
+  std::vector<runtime::article_ref> read_articles(uint64_t first, size_t limit,
+                                                  std::string* error) const;
   // Raw record of the article with sequence seq (as article::record()).
   bool read_article_record(uint64_t seq, std::string* record, std::string* error) const;
 
