@@ -794,6 +794,7 @@ void store::impl::commit() {
 // deletions. RocksDB frees the space as its compactions pass the tombstones; the range
 // is suggested to them at once.
 void store::impl::collect() {
+  const auto t0 = std::chrono::steady_clock::now();
   uint64_t bound = std::min(next_seq, first_recent_seq());
   std::vector<uint64_t> listed;
   for (auto& r : gc_reports) {
@@ -869,6 +870,16 @@ void store::impl::collect() {
   const rocksdb::Slice from(a, 8), to(b, 8);
   // A hint: RocksDB marks the files in the range for compaction by its background threads.
   db->SuggestCompactRange(h, &from, &to).PermitUncheckedError();
+  if (deleted != 0) {
+    const auto us =
+        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0)
+            .count();
+    std::fprintf(stderr,
+                 "feedplane: store: collected %llu articles below sequence %llu (lists hold %zu "
+                 "older ones) in %.1f ms\n",
+                 static_cast<unsigned long long>(deleted), static_cast<unsigned long long>(bound),
+                 gc_kept.size(), double(us) / 1000.0);
+  }
 }
 
 void store::impl::ack(rt::write_ptr w) {
