@@ -9,9 +9,12 @@
 # fetches fail at once (their sources do not resolve) and cost little.
 #   bench/restart_log.sh FEEDPLANE DIR        then, alternating binaries:
 #   bench/restart_cpu.sh FEEDPLANE DIR
+# GC=S sets [reflector] article_gc_interval_s (default: the product's, an hour): with a
+# short WINDOW it shows the article log's collection; every 30 s the script prints the
+# articles sequenced and stored, the article files' bytes and the store's size on disk.
 set -euo pipefail
 bin=$1 d=$2
-feeds=${FEEDS:-10000} secs=${SECONDS_CRAWL:-180} window=${WINDOW:-600}
+feeds=${FEEDS:-10000} secs=${SECONDS_CRAWL:-180} window=${WINDOW:-600} gc=${GC:-}
 mkdir -p "$d"
 rm -rf "$d/data" "$d"/opml.*
 farm_pid="" pid=""
@@ -33,11 +36,13 @@ for f in "$d"/opml.??; do
 done
 # The farm's host names pinned to its loopback addresses in the config itself, so the
 # restarts (bench/restart_cpu.sh passes no --resolve-file) send nothing past loopback.
-python3 - "$window" "$d/pins.txt" >"$d/feedplane.toml" <<'PY'
+python3 - "$window" "$d/pins.txt" "$gc" >"$d/feedplane.toml" <<'PY'
 import json, sys
 print("[crawler]\nmin_interval_s = 1\nmax_interval_s = 1\nper_domain_rate = 0")
 print("per_domain_connections = 1024\nmax_in_flight = 1024")
 print(f"[reflector]\nbackfill_window_s = {sys.argv[1]}")
+if sys.argv[3]:
+    print(f"article_gc_interval_s = {sys.argv[3]}")
 pins = [l.strip() for l in open(sys.argv[2]) if l.strip()]
 print("[net]\nresolve = [" + ", ".join(json.dumps(p) for p in pins) + "]")
 PY
@@ -61,7 +66,14 @@ curl -sf -H "$auth" --data-binary @"$d/bulk.jsonl" "$base/api/subscriptions:bulk
 for f in "$d"/opml.*.xml; do
   curl -sf -o /dev/null -H "$auth" -H 'Content-Type: text/x-opml' --data-binary @"$f" "$base/api/sources:import"
 done
-sleep "$secs"
+metric() { curl -s "$base/metrics" | awk -v m="$1" '$1 == m { print $2 }'; }
+for ((t = 30; t <= secs; t += 30)); do
+  sleep 30
+  echo "restart_log: ${t} s: $(metric feedplane_store_articles_sequenced_total) sequenced," \
+    "$(metric feedplane_store_articles_stored) stored, article files" \
+    "$(($(metric feedplane_store_article_bytes) >> 20)) MiB, store $(du -sm "$d/data/db" | cut -f1) MiB"
+done
+sleep $((secs % 30))
 articles=$(curl -s "$base/metrics" | awk '$1 == "feedplane_store_articles_sequenced_total" { print $2 }')
 kill "$pid"
 wait "$pid" || true

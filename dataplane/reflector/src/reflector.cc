@@ -864,6 +864,7 @@ class reflector final : public dataplane::component {
     rt::counter* articles = nullptr;
     rt::counter* snapshot_files = nullptr;
     rt::counter* gc_reports = nullptr;
+    rt::counter* gc_scan_us = nullptr;
     rt::counter* snapshot_bytes = nullptr;
     rt::counter* restored_lists = nullptr;
     rt::counter* weight_sent = nullptr;
@@ -988,6 +989,9 @@ reflector::reflector(shard_services& s)
   m_.gc_reports = &reg.add_counter(
       "feedplane_reflector_gc_reports_total",
       "Reports to the store of the old articles this shard's lists hold (its collection)");
+  m_.gc_scan_us =
+      &reg.add_counter("feedplane_reflector_gc_scan_microseconds_total",
+                       "Time this shard spent scanning its lists for the article log's collection");
   m_.restored_lists = &reg.add_counter("feedplane_reflector_restored_lists_total",
                                        "Lists restored from snapshots at start-up");
   m_.weight_sent = &reg.add_counter(
@@ -2035,7 +2039,11 @@ void reflector::on_gc_timer(void* ctx) {
     self.gc_unique_ = 0;
   }
   // About 50,000 lists (up to k sequences each) per tick, then the loop serves what waits.
+  const auto t0 = std::chrono::steady_clock::now();
   self.gc_slice(50'000);
+  self.m_.gc_scan_us->add(uint64_t(
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0)
+          .count()));
   self.s_.rt->loop().arm(self.gc_timer_, self.gc_scan_ ? 1 : self.gc_interval_ms_);
 }
 
