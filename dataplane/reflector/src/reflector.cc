@@ -802,6 +802,9 @@ class reflector final : public dataplane::component {
   bool gc_scan_ = false;
   size_t gc_next_ = 0;  // the scan's next index into subs_
   uint64_t gc_bound_ = 0;
+  // The highest bound a scan started with: a backfill's result below it may be collected
+  // already (its list was scanned before the result landed), so it is left out.
+  uint64_t gc_floor_ = 0;
   std::vector<uint64_t> gc_held_;
   size_t gc_unique_ = 0;  // gc_held_'s size after its last sort and unique
   std::string snap_bytes_;
@@ -2029,12 +2032,13 @@ void reflector::on_gc_timer(void* ctx) {
   auto& self = *static_cast<reflector*>(ctx);
   if (self.stopping_) return;
   if (!self.gc_scan_) {
-    // Lists gain only sequences at or above the window's first (new matches, backfills
-    // from the window), and it only moves up: what no list holds below it now, no list
-    // ever will (rt::gc_report).
+    // Lists gain only sequences at or above the window's first (new matches), or at or
+    // above gc_floor_ (backfills, which take nothing below it), and both only move up: what
+    // no list holds below the bound now, no list ever will (rt::gc_report).
     self.gc_scan_ = true;
     self.gc_next_ = 0;
     self.gc_bound_ = std::min(self.window_first_seq_, self.last_seq_ + 1);
+    self.gc_floor_ = std::max(self.gc_floor_, self.gc_bound_);
     self.gc_held_.clear();
     self.gc_unique_ = 0;
   }
@@ -2574,6 +2578,8 @@ void reflector::backfill(const std::vector<std::pair<std::string, uint64_t>>& su
         std::sort(f.begin(), f.end());  // oldest first: the list keeps the newest k
         const size_t before = sub->list.size();
         for (uint64_t seq : f) {
+          // Past the window by now, and perhaps collected (gc_floor_): not recent any more.
+          if (seq < self.gc_floor_) continue;
           if (sub->list.insert(seq, 0, sub->k)) {
             self.m_.backfilled->add();
             self.dirty_[sub->partition] = 1;
