@@ -2,7 +2,8 @@
 # Makes the data of a restart with a long article log, for bench/restart_cpu.sh: a farm of
 # FEEDS feeds (default 10,000), each changing at every fetch, crawled by `feedplane serve
 # --shards 2` every second for SECONDS (default 180; ~5,000 articles a second on a 2-vCPU
-# VM) with 1,000 one-word subscriptions, then stopped cleanly (every list snapshotted).
+# VM) with SUBS (default 1,000) one-word subscriptions, then stopped cleanly (every list
+# snapshotted).
 # DIR/feedplane.toml sets the recent window ([reflector] backfill_window_s) to WINDOW
 # seconds (default 600): once the crawl is older than that, a start needs none of the log
 # but what came after the snapshots. The farm is stopped at the end, so the restarts'
@@ -15,6 +16,7 @@
 set -euo pipefail
 bin=$1 d=$2
 feeds=${FEEDS:-10000} secs=${SECONDS_CRAWL:-180} window=${WINDOW:-600} gc=${GC:-}
+subs=${SUBS:-1000}
 mkdir -p "$d"
 rm -rf "$d/data" "$d"/opml.*
 farm_pid="" pid=""
@@ -60,9 +62,13 @@ until [ "$(curl -s -o /dev/null -w '%{http_code}' "$base/readyz")" = 200 ]; do s
 python3 -c "
 import json
 words = ['the', 'time', 'people', 'world', 'news']
-for i in range(1000):
+for i in range($subs):
     print(json.dumps({'account': f'rl-{i // 100}', 'query': words[i % 5], 'backfill': False}))" >"$d/bulk.jsonl"
-curl -sf -H "$auth" --data-binary @"$d/bulk.jsonl" "$base/api/subscriptions:bulk" >/dev/null
+rm -f "$d"/bulk.part.*
+split -l 10000 "$d/bulk.jsonl" "$d/bulk.part."  # the server's max_body is 1 MiB
+for f in "$d"/bulk.part.*; do
+  curl -sf -H "$auth" --data-binary @"$f" "$base/api/subscriptions:bulk" >/dev/null
+done
 for f in "$d"/opml.*.xml; do
   curl -sf -o /dev/null -H "$auth" -H 'Content-Type: text/x-opml' --data-binary @"$f" "$base/api/sources:import"
 done
