@@ -806,7 +806,8 @@ class reflector final : public dataplane::component {
   // already (its list was scanned before the result landed), so it is left out.
   uint64_t gc_floor_ = 0;
   std::vector<uint64_t> gc_held_;
-  size_t gc_unique_ = 0;  // gc_held_'s size after its last sort and unique
+  size_t gc_unique_ = 0;     // gc_held_'s size after its last sort and unique
+  uint64_t gc_scan_us_ = 0;  // the scan's slices so far
   std::string snap_bytes_;
   std::vector<uint64_t> snap_seqs_;
   // Start-up only (freed once caught up): each partition's restored sequence (0: no file),
@@ -867,7 +868,7 @@ class reflector final : public dataplane::component {
     rt::counter* articles = nullptr;
     rt::counter* snapshot_files = nullptr;
     rt::counter* gc_reports = nullptr;
-    rt::counter* gc_scan_us = nullptr;
+    rt::histogram* gc_scan_us = nullptr;
     rt::counter* snapshot_bytes = nullptr;
     rt::counter* restored_lists = nullptr;
     rt::counter* weight_sent = nullptr;
@@ -992,9 +993,10 @@ reflector::reflector(shard_services& s)
   m_.gc_reports = &reg.add_counter(
       "feedplane_reflector_gc_reports_total",
       "Reports to the store of the old articles this shard's lists hold (its collection)");
-  m_.gc_scan_us =
-      &reg.add_counter("feedplane_reflector_gc_scan_microseconds_total",
-                       "Time this shard spent scanning its lists for the article log's collection");
+  m_.gc_scan_us = &reg.add_histogram(
+      "feedplane_reflector_gc_scan_seconds",
+      "One scan of this shard's lists for the article log's collection (its slices' time)", {},
+      1e-6);  // observed in microseconds
   m_.restored_lists = &reg.add_counter("feedplane_reflector_restored_lists_total",
                                        "Lists restored from snapshots at start-up");
   m_.weight_sent = &reg.add_counter(
@@ -2046,9 +2048,13 @@ void reflector::on_gc_timer(void* ctx) {
   // per tick, then the loop serves what waits.
   const auto t0 = std::chrono::steady_clock::now();
   self.gc_slice(16'000);
-  self.m_.gc_scan_us->add(uint64_t(
+  self.gc_scan_us_ += uint64_t(
       std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0)
-          .count()));
+          .count());
+  if (!self.gc_scan_) {  // sent: one scan's time
+    self.m_.gc_scan_us->observe(self.gc_scan_us_);
+    self.gc_scan_us_ = 0;
+  }
   self.s_.rt->loop().arm(self.gc_timer_, self.gc_scan_ ? 1 : self.gc_interval_ms_);
 }
 
