@@ -208,7 +208,7 @@ const std::vector<option>& options() {
                   "seconds between snapshots of the match lists (a restart re-matches only "
                   "the articles after its partition's last one); 0 = never"),
       uint_option("reflector.article_gc_interval_s", &config::reflector, &R::article_gc_interval_s,
-                  0, 7 * 86'400,
+                  0, 604'800,
                   "seconds between collections of the article log: articles older than the "
                   "recent window (backfill_window_s) that no subscription's list holds are "
                   "deleted from the store; 0 = never (the log grows for ever)"),
