@@ -649,8 +649,8 @@ class reflector final : public dataplane::component {
   bool streamed_ = false;
   uint64_t last_seq_ = 0;  // the last article this shard applied
   // Start-up: the store replays the article log before `streamed`, but on another ring
-  // than the event that says so: the shard is caught up once it applied the last
-  // sequence the store had when streaming ended. Until then it answers 503 "starting".
+  // than the event that says so: the shard is caught up once it applied the replay's last
+  // article (on_streamed). Until then it answers 503 "starting".
   uint64_t replay_target_ = 0;
   uint64_t replay_end_ = 0;  // store_stats::replay_end
   bool caught_up_ = false;

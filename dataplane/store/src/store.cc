@@ -758,6 +758,10 @@ void store::impl::commit() {
       reports = true;
     }
   }
+  // Before the acks: the ack of the report that completes a set comes after its collection.
+  if (reports && !failed &&
+      std::all_of(gc_reports.begin(), gc_reports.end(), [](const auto& r) { return bool(r); }))
+    collect();
 
   // API-lane writes are acknowledged now. The crawl lane's wait until their group's
   // articles are on every shard's ring: a shard that reads such an ack finds the articles
@@ -782,9 +786,6 @@ void store::impl::commit() {
     for (uint32_t spin = 0; spin < 256 && !advance_broadcast(); ++spin) cpu_relax();
   }
   for (size_t i = 0; i < ports.size(); ++i) publish_port(i);
-  if (reports && !failed &&
-      std::all_of(gc_reports.begin(), gc_reports.end(), [](const auto& r) { return bool(r); }))
-    collect();
 }
 
 // Deletes the articles no list of any shard holds below every shard's bound (and the

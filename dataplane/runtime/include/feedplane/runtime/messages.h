@@ -75,10 +75,10 @@ enum class write_lane : uint8_t { crawl = 0, api = 1 };
 
 // A shard's part of a collection of the article log (DESIGN.md 9: an article is deleted
 // once it is past the recent window and no list holds it). Every sequence below `bound`
-// that a list of the shard held when it looked, sorted and unique. A list gains only
-// sequences at or above the shard's recent window (new matches, backfills), and `bound` is
-// at most the window's first sequence when the scan began: whatever is below it and not
-// in `held` is in no list of the shard for good.
+// that a list of the shard held when it looked, sorted and unique. `bound` is at most the
+// recent window's first sequence when the scan began; a list gains only sequences at or
+// above it (new matches; backfills take nothing below the highest bound a scan began
+// with): whatever is below it and not in `held` is in no list of the shard for good.
 struct gc_report {
   uint64_t bound = 0;
   std::vector<uint64_t> held;

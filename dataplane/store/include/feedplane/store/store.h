@@ -17,8 +17,8 @@
 // window and no list holds it). Each shard sends a gc_report (runtime/messages.h) on its api
 // lane; once every shard has sent one since the last collection, the store deletes the
 // articles below the lowest bound, and below its own recent window (replay_window_s), that
-// no report holds, in one synced batch with the record of what it kept. Reads and the
-// replay skip the gaps.
+// no report holds, in one synced batch with the record of what it kept, before it
+// acknowledges the report that completed the set. Reads and the replay skip the gaps.
 //
 // Threads: open/start/stop on the owner (the main thread); notify() on a shard after it
 // publishes to its write ring; stats(), queue_depth(), get(), read_article() on any
