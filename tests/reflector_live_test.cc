@@ -341,6 +341,15 @@ std::vector<std::string> string_fields(const std::string& body, const std::strin
   return out;
 }
 
+// One subscription through the bulk route: its feed's path ("" after a failure).
+std::string create_one(int port, const std::string& line) {
+  const http_test::response r = bulk_create(port, line);
+  EXPECT_EQ(r.status, 200) << r.body;
+  const std::vector<std::string> feeds = string_fields(r.body, "feed");
+  EXPECT_EQ(feeds.size(), 1u) << r.body;
+  return feeds.size() == 1 ? feeds[0] : std::string();
+}
+
 TEST(reflector_live, articles_written_while_serving_reach_the_feeds) {
   live_server srv(3);
   const int port = srv.port();
@@ -620,11 +629,9 @@ TEST(reflector_live, memory_pressure_pauses_the_article_stream_and_loses_nothing
   const int port = srv.port();
   wait_ready(port, 2);
   ASSERT_TRUE(every_shard_says(port, 2, "normal"));
-  http_test::response r =
-      bulk_create(port, "{\"account\": \"mem\", \"query\": \"pressure\", \"backfill\": false}\n");
-  ASSERT_EQ(r.status, 200) << r.body;
-  const std::vector<std::string> feeds = string_fields(r.body, "feed");
-  ASSERT_EQ(feeds.size(), 1u) << r.body;
+  const std::string feed =
+      create_one(port, "{\"account\": \"mem\", \"query\": \"pressure\", \"backfill\": false}\n");
+  ASSERT_FALSE(feed.empty());
 
   resident_block block(limit_mb);
   ASSERT_TRUE(block.ok());
@@ -632,13 +639,13 @@ TEST(reflector_live, memory_pressure_pauses_the_article_stream_and_loses_nothing
   const uint64_t s1 =
       srv.write(refs(article("pressure one", "m1", 0), article("pressure two", "m2", 0)));
   // Sequenced and durable, but on the rings: no shard has matched them.
-  const feed_state held = poll(port, feeds[0]);
+  const feed_state held = poll(port, feed);
   EXPECT_EQ(held.status, 200);
   EXPECT_TRUE(held.titles.empty()) << held.titles.size() << " items while paused";
 
   block.release();
   ASSERT_TRUE(every_shard_says(port, 2, "normal"));
-  const feed_state f = poll_until(port, feeds[0], 2, "pressure two");
+  const feed_state f = poll_until(port, feed, 2, "pressure two");
   EXPECT_EQ(f.seqs, (std::vector<uint64_t>{s1 + 1, s1}));
   EXPECT_EQ(request(port, "GET", "/api/memory").status, 401) << "admin only";
 }
@@ -653,11 +660,9 @@ TEST(reflector_live, api_writes_pass_an_article_stream_paused_by_memory_pressure
   live_server srv(2, limit_mb, mo);
   const int port = srv.port();
   wait_ready(port, 2);
-  http_test::response r =
-      bulk_create(port, "{\"account\": \"mem\", \"query\": \"stalled\", \"backfill\": false}\n");
-  ASSERT_EQ(r.status, 200) << r.body;
-  const std::vector<std::string> feeds = string_fields(r.body, "feed");
-  ASSERT_EQ(feeds.size(), 1u) << r.body;
+  const std::string feed =
+      create_one(port, "{\"account\": \"mem\", \"query\": \"stalled\", \"backfill\": false}\n");
+  ASSERT_FALSE(feed.empty());
 
   resident_block block(limit_mb);
   ASSERT_TRUE(block.ok());
@@ -669,7 +674,7 @@ TEST(reflector_live, api_writes_pass_an_article_stream_paused_by_memory_pressure
   const uint32_t before = srv.write_async(std::move(as));
 
   // One request each, no retry: answered at once, not 503 after the defer timeout.
-  r = request(port, "POST", "/api/accounts");
+  http_test::response r = request(port, "POST", "/api/accounts");
   ASSERT_EQ(r.status, 201) << r.body;
   const std::vector<std::string> secret = string_fields(r.body, "secret");
   ASSERT_EQ(secret.size(), 1u) << r.body;
@@ -681,14 +686,14 @@ TEST(reflector_live, api_writes_pass_an_article_stream_paused_by_memory_pressure
   r = request(port, "GET", "/api/subscriptions", {}, auth);
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(srv.acked(), before) << "the articles' write was acknowledged while held";
-  const feed_state held = poll(port, feeds[0]);
+  const feed_state held = poll(port, feed);
   EXPECT_EQ(held.status, 200);
   EXPECT_TRUE(held.titles.empty()) << held.titles.size() << " items while paused";
 
   block.release();
   ASSERT_TRUE(every_shard_says(port, 2, "normal"));
   const uint64_t s1 = srv.wait_acked(before);
-  const feed_state f = poll_until(port, feeds[0], 10, "stalled number 19");
+  const feed_state f = poll_until(port, feed, 10, "stalled number 19");
   ASSERT_EQ(f.seqs.size(), 10u);
   EXPECT_EQ(f.seqs.front(), s1 + 19);
   EXPECT_EQ(f.seqs.back(), s1 + 10);
@@ -730,12 +735,9 @@ TEST(reflector_live, a_quiet_partitions_snapshot_follows_the_recent_window) {
     live_server srv(2, 0, rt::mesh_options{}, dir.path, tweak);
     const int port = srv.port();
     wait_ready(port, 2);
-    http_test::response r = bulk_create(
-        port, "{\"account\": \"quiet\", \"query\": \"rust tokio\", \"backfill\": false}\n");
-    ASSERT_EQ(r.status, 200) << r.body;
-    const std::vector<std::string> feeds = string_fields(r.body, "feed");
-    ASSERT_EQ(feeds.size(), 1u) << r.body;
-    feed = feeds[0];
+    feed = create_one(port,
+                      "{\"account\": \"quiet\", \"query\": \"rust tokio\", \"backfill\": false}\n");
+    ASSERT_FALSE(feed.empty());
     feedplane::reflector::feed_token t;
     ASSERT_TRUE(feedplane::reflector::decode_token(feed.substr(feed.rfind('/') + 1), &t)) << feed;
     snapshot = feedplane::reflector::snapshot_path(dir.path + "/lists", t.partition);
@@ -789,12 +791,9 @@ TEST(reflector_live, the_collection_keeps_only_the_old_articles_lists_hold) {
     live_server srv(2, 0, rt::mesh_options{}, dir.path, tweak);
     const int port = srv.port();
     wait_ready(port, 2);
-    http_test::response r = bulk_create(
+    feed = create_one(
         port, "{\"account\": \"gc\", \"query\": \"rust tokio\", \"k\": 2, \"backfill\": false}\n");
-    ASSERT_EQ(r.status, 200) << r.body;
-    const std::vector<std::string> feeds = string_fields(r.body, "feed");
-    ASSERT_EQ(feeds.size(), 1u) << r.body;
-    feed = feeds[0];
+    ASSERT_FALSE(feed.empty());
     // Published long ago, so past the window at once; the list keeps the newest two
     // matches, and the first match and ten others are in no list.
     std::vector<rt::article_ref> as;
