@@ -803,7 +803,8 @@ TEST(reflector_live, the_collection_keeps_only_the_old_articles_lists_hold) {
       as.push_back(article("Go and Linux " + std::to_string(i), "o" + std::to_string(i), 0));
     s1 = srv.write(std::move(as));
     poll_until(port, feed, 2, "Rust and Tokio 3", "Rust and Tokio 2");
-    // The store's own window (1 s of sequencing time) lets them go a second later.
+    // The store's own window (1 s of sequencing time) lets them go a second later. The
+    // stats are read seq_cst (the default) here and below: a test's polls of counters.
     for (int i = 0; i < 2000 && srv.store_stats().articles_deleted.load() < 11; ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     EXPECT_EQ(srv.store_stats().articles_deleted.load(), 11u);

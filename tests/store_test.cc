@@ -1082,6 +1082,8 @@ std::vector<uint64_t> range_with(uint64_t from, uint64_t to, std::vector<uint64_
 // the collected range releases only kept articles below it.
 TEST(store, collects_what_no_shard_holds_below_every_bound) {
   temp_dir d;
+  // Every atomic this test reads (the store's stats, the stand-ins' counters) is read with
+  // seq_cst, the default: polls of counters, nothing to gain from a weaker order.
   auto stats_are = [](const st::store& s, uint64_t runs, uint64_t deleted, uint64_t base,
                       uint64_t kept) {
     EXPECT_EQ(s.stats().gc_runs.load(), runs);
