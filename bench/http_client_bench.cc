@@ -47,6 +47,10 @@ int k_concurrency = 64;  // --concurrency=N
 // fall on both clients alike.
 constexpr int k_total_fetches = 80000;
 int k_rounds = 4;
+// --wait-batch=N --min-wait-us=US: the client loop's min-wait (loop_options), by default
+// feedplane serve's (`[net] wait_batch` and `min_wait_us`); --wait-batch=0 wakes per completion.
+uint32_t k_wait_batch = 32;
+uint32_t k_min_wait_us = 100;
 // --pin=apart: the clients on the first allowed CPU, nginx on the last; --pin=together: all
 // on the first. Unpinned, where the scheduler puts nginx beside the client moves the ratio
 // from run to run; on a VM a wake-up of the other CPU is a costly exit, paid more often by
@@ -175,6 +179,8 @@ class fp_runner {
     feedplane::net::loop_options lo;
     lo.ring_entries = 256;
     lo.buffer_size = 16384;  // as feedplane serve's shards (an 8 KB feed in one receive)
+    lo.wait_batch = k_wait_batch;
+    lo.min_wait_us = k_min_wait_us;
     l_ = feedplane::net::loop::create(lo, &err);
     if (!l_) return err;
     feedplane::net::client_options o;
@@ -229,6 +235,7 @@ class fp_runner {
     return {cpu_now() - c0, wall_now() - w0, bad_, bytes_};
   }
   const feedplane::net::http_client::counters& stats() const { return client_->stats(); }
+  const feedplane::net::loop_stats& loop_stats() const { return l_->stats(); }
 
  private:
   static void on_done(void* ctx, uint64_t, feedplane::net::fetch_result& r) {
@@ -404,6 +411,8 @@ void bm_case(benchmark::State& state, mode m, const std::string& name) {
   state.counters["curl_wall_fetches_per_s"] = n / csum.wall;
   state.counters["recvs_per_fetch"] =
       static_cast<double>(fp.stats().recv_completions) / static_cast<double>(fetches + 1);
+  state.counters["waits_per_fetch"] =
+      static_cast<double>(fp.loop_stats().waits) / static_cast<double>(fetches + 1);
   g_env->cpu_rate["feedplane/" + name] = n / fsum.cpu;
   g_env->cpu_rate["libcurl_multi/" + name] = n / csum.cpu;
   g_env->wall_rate["feedplane/" + name] = n / fsum.wall;
@@ -532,6 +541,8 @@ class crawl_peer {
     lo.ring_entries = 4096;
     lo.buffer_count = 1024;
     lo.buffer_size = 16384;
+    lo.wait_batch = k_wait_batch;
+    lo.min_wait_us = k_min_wait_us;
     l_ = feedplane::net::loop::create(lo, &err);
     if (!l_) return err;
     client_ = feedplane::net::http_client::create(*l_, co, &err);
@@ -707,6 +718,10 @@ int main(int argc, char** argv) {
         return 2;
       }
       k_pin = m == "apart" ? pin_mode::apart : pin_mode::together;
+    } else if (key == "--wait-batch=") {
+      k_wait_batch = uint32_t(std::max(0, std::atoi(v)));
+    } else if (key == "--min-wait-us=") {
+      k_min_wait_us = uint32_t(std::max(0, std::atoi(v)));
     } else if (key == "--rounds=") {
       k_rounds = std::clamp(std::atoi(v), 1, 800);
     } else if (a == "--verify-only") {

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <string>
@@ -554,4 +555,97 @@ TEST(net_loop, request_stop_from_another_thread) {
   th.join();
   EXPECT_EQ(state.load(), 2);
   EXPECT_EQ(rc, 0);
+}
+
+namespace {
+
+// A loop whose waits gather completions: loop_options' wait_batch and min_wait_us.
+std::unique_ptr<loop> make_batching_loop(uint32_t batch, uint32_t min_wait_us) {
+  loop_options o = tiny();
+  o.ring_entries = 64;
+  o.buffer_count = 64;
+  o.wait_batch = batch;
+  o.min_wait_us = min_wait_us;
+  return make_loop(o);
+}
+
+struct gathered_peer {
+  loop* l = nullptr;
+  int fd[2] = {-1, -1};
+  int got = 0;
+  void arm() { ASSERT_TRUE(l->recv_provided(fd[0], bind<&gathered_peer::on>(this)).valid()); }
+  void on(const completion& c) {
+    ASSERT_GT(c.res, 0) << strerror(-c.res);
+    ++got;
+  }
+};
+
+}  // namespace
+
+// With wait_batch = 4 a waiting turn sleeps until four completions are ready (or half a
+// second passed with one): four messages written 1 ms apart while the loop waits come back
+// in the same turn. Woken per completion, the first turn returns the first message alone.
+TEST(net_loop, a_batching_wait_gathers_completions) {
+  auto l = make_batching_loop(4, 500'000);
+  ASSERT_TRUE(l);
+  if (!l->batches_waits()) GTEST_SKIP() << "kernel lacks IORING_FEAT_MIN_TIMEOUT (6.12)";
+  std::vector<gathered_peer> peers(4);
+  for (gathered_peer& p : peers) {
+    p.l = l.get();
+    ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p.fd), 0);
+    p.arm();
+  }
+  std::atomic<bool> waiting{false};
+  l->set_turn_hook(
+      [](void* ctx) {
+        static_cast<std::atomic<bool>*>(ctx)->store(true);
+        return false;
+      },
+      &waiting);
+  std::thread writer([&] {
+    while (!waiting.load()) std::this_thread::yield();
+    for (gathered_peer& p : peers) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      EXPECT_EQ(write(p.fd[1], "x", 1), 1);
+    }
+  });
+  int first = 0;
+  while (first == 0) {
+    first = l->run_once(true);
+    ASSERT_GE(first, 0);
+  }
+  writer.join();
+  EXPECT_EQ(first, 4) << "the first turn with a completion returned " << first;
+  for (const gathered_peer& p : peers) EXPECT_EQ(p.got, 1);
+  l->set_turn_hook(nullptr, nullptr);
+  for (gathered_peer& p : peers) {
+    close(p.fd[0]);
+    close(p.fd[1]);
+  }
+}
+
+// Fewer completions than the batch still return once min_wait_us has passed, and a timer
+// due with no completion at all still fires: a batching loop never waits forever.
+TEST(net_loop, a_batching_wait_returns_with_fewer_and_for_timers) {
+  auto l = make_batching_loop(32, 1'000);
+  ASSERT_TRUE(l);
+  if (!l->batches_waits()) GTEST_SKIP() << "kernel lacks IORING_FEAT_MIN_TIMEOUT (6.12)";
+  gathered_peer p;
+  p.l = l.get();
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p.fd), 0);
+  p.arm();
+  std::thread writer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    EXPECT_EQ(write(p.fd[1], "x", 1), 1);
+  });
+  ASSERT_TRUE(run_until(
+      *l, [&] { return p.got == 1; }, 1000));
+  writer.join();
+  bool fired = false;
+  timer t([](void* ctx) { *static_cast<bool*>(ctx) = true; }, &fired);
+  l->arm(t, 20);
+  ASSERT_TRUE(run_until(
+      *l, [&] { return fired; }, 1000));
+  close(p.fd[0]);
+  close(p.fd[1]);
 }

@@ -460,6 +460,8 @@ void run_shard(shard_thread& s, const config& cfg, const net::router& routes, ru
   // about 10% from 8 KiB buffers in http_client_bench).
   lo.buffer_count = 1024;
   lo.buffer_size = 16384;
+  lo.wait_batch = cfg.net.wait_batch;
+  lo.min_wait_us = cfg.net.min_wait_us;
   std::string err;
   // The ring is created on the shard thread: SINGLE_ISSUER binds it to this task.
   s.loop = net::loop::create(lo, &err);

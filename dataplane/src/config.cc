@@ -259,6 +259,13 @@ const std::vector<option>& options() {
       bool_option("net.allow_private", &config::net, &net_config::allow_private,
                   "the crawler may connect to loopback, private, link-local and metadata "
                   "addresses that were not pinned with --resolve"),
+      uint_option("net.wait_batch", &config::net, &net_config::wait_batch, 0, 4096,
+                  "a shard sleeps until this many completions are ready, or until "
+                  "net.min_wait_us has passed and one is: fewer wake-ups per request under "
+                  "load (0 or 1 = wake for each; needs kernel 6.12, else ignored)"),
+      uint_option("net.min_wait_us", &config::net, &net_config::min_wait_us, 0, 10'000,
+                  "the most a completion waits for net.wait_batch others (microseconds; 0 = "
+                  "no batching)"),
       string_list_option("net.resolve", &config::net, &net_config::resolve, check_resolve_pin,
                          "HOST:PORT:ADDR pins as curl's --resolve (HOST may be *); "
                          "--resolve and --resolve-file add more"),

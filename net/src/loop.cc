@@ -78,10 +78,16 @@ int loop::init(const loop_options& opt, std::string* error) {
   }
   ring_ok_ = true;
   // Registered ring fd: io_uring_enter skips the fd table lookup on every turn. Optional.
-  io_uring_register_ring_fd(&ring_);
+  ring_registered_ = io_uring_register_ring_fd(&ring_) == 1;
   if (!(p.features & IORING_FEAT_EXT_ARG)) {
     *error = "io_uring feature IORING_FEAT_EXT_ARG (timed waits) is not supported by this kernel";
     return -EOPNOTSUPP;
+  }
+  // IORING_FEAT_MIN_TIMEOUT (kernel 6.12); Debian's liburing 2.3 predates the name.
+  constexpr uint32_t feat_min_timeout = 1u << 15;
+  if (opt.wait_batch > 1 && opt.min_wait_us > 0 && (p.features & feat_min_timeout)) {
+    wait_batch_ = opt.wait_batch;
+    min_wait_us_ = opt.min_wait_us;
   }
   io_uring_probe* probe = io_uring_get_probe_ring(&ring_);
   *error = check_required_opcodes(probe);
@@ -529,6 +535,36 @@ int64_t loop::next_timer_wait_ms() {
   return next_hint_ > now_ms_ ? int64_t(next_hint_ - now_ms_) : 0;
 }
 
+// Submit and wait with the kernel's min-wait: io_uring_getevents_arg's `pad` is the kernel's
+// `min_wait_usec` (liburing 2.3's header predates the name), so this enters the ring itself.
+int loop::enter_min_wait(int64_t timer_ms) {
+  io_uring_getevents_arg arg{};
+  arg.pad = min_wait_us_;
+  __kernel_timespec ts{};
+  if (timer_ms >= 0) {
+    ts.tv_sec = timer_ms / 1000;
+    ts.tv_nsec = (timer_ms % 1000) * 1'000'000;
+    arg.ts = reinterpret_cast<uint64_t>(&ts);
+  }
+  // Publish the queued SQEs as liburing's flush does. Release: the SQEs' contents are written
+  // before the kernel, which reads the tail with acquire, can see the new tail.
+  io_uring_sq& sq = ring_.sq;
+  if (sq.sqe_head != sq.sqe_tail) {
+    sq.sqe_head = sq.sqe_tail;
+    __atomic_store_n(sq.ktail, sq.sqe_tail, __ATOMIC_RELEASE);
+  }
+  // Acquire: pairs with the kernel's release of the head once it consumed SQEs.
+  const unsigned submit = sq.sqe_tail - __atomic_load_n(sq.khead, __ATOMIC_ACQUIRE);
+  unsigned flags = IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG;
+  int fd = ring_.ring_fd;
+  if (ring_registered_) {
+    flags |= IORING_ENTER_REGISTERED_RING;
+    fd = ring_.enter_ring_fd;
+  }
+  return io_uring_enter2(unsigned(fd), submit, wait_batch_, flags,
+                         reinterpret_cast<sigset_t*>(&arg), sizeof(arg));
+}
+
 int loop::run_once(bool wait) {
   refresh_now();
   expire_timers();
@@ -543,7 +579,9 @@ int loop::run_once(bool wait) {
   if (wait && !stopping()) {
     const int64_t w = next_timer_wait_ms();
     io_uring_cqe* cqe = nullptr;
-    if (w < 0) {
+    if (wait_batch_ > 0) {
+      r = enter_min_wait(w);
+    } else if (w < 0) {
       r = io_uring_submit_and_wait(&ring_, 1);
     } else {
       __kernel_timespec ts{};

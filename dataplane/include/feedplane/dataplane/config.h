@@ -78,6 +78,10 @@ struct net_config {
   // Let the crawler connect to loopback, private, link-local and metadata addresses that
   // were not pinned with --resolve (off: a source URL must not reach into the host's network).
   bool allow_private = false;
+  // A shard's loop waits for this many completions, or min_wait_us and at least one
+  // (net::loop_options; the kernel's min-wait, 6.12+). wait_batch 0 or 1 = wake per completion.
+  uint32_t wait_batch = 32;
+  uint32_t min_wait_us = 100;
 };
 
 struct reflector_config {
