@@ -595,6 +595,7 @@ TEST(net_loop, a_batching_wait_gathers_completions) {
     ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p.fd), 0);
     p.arm();
   }
+  // seq_cst (the default): a test flag read in a spin, no ordering argument to make.
   std::atomic<bool> waiting{false};
   l->set_turn_hook(
       [](void* ctx) {
