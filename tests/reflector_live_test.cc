@@ -562,6 +562,90 @@ TEST(reflector_live, match_stats_count_the_live_articles_by_length) {
   EXPECT_EQ(request(port, "GET", "/api/match-stats?other=1", "", admin).status, 400);
 }
 
+// The sum over shards of a numeric field of each shard's line in a match-stats answer.
+double shards_sum(const std::string& body, const char* key) {
+  simdjson::dom::parser p;
+  simdjson::dom::element doc;
+  if (p.parse(body).get(doc) != simdjson::SUCCESS) return -1;
+  double sum = 0;
+  for (simdjson::dom::element sh : doc["shards"].get_array()) {
+    double v = 0;
+    if (sh[key].get_double().get(v) != simdjson::SUCCESS) {
+      uint64_t u = 0;
+      if (sh[key].get_uint64().get(u) != simdjson::SUCCESS) return -1;
+      v = double(u);
+    }
+    sum += v;
+  }
+  return sum;
+}
+
+// The index's upkeep on the shards: subscriptions made before the shards saw any article
+// are filed with every word count at zero, under the longer word ("everywhereword", which
+// every article then carries, not "tokio", which none does), so each article reads all of
+// them. Once articles have been counted, an upkeep pass re-files them under "tokio", and an
+// article with "everywhereword" alone reads nothing: the index's work per article
+// (GET /api/match-stats, "postings") falls from the subscriptions' count to zero.
+TEST(reflector_live, the_index_upkeep_refiles_subscriptions_made_before_any_article) {
+  live_server srv(2);
+  const int port = srv.port();
+  wait_ready(port, 2);
+  std::string bulk;
+  for (int i = 0; i < 40; ++i)
+    bulk += "{\"account\": \"upkeep\", \"query\": \"everywhereword tokio\", \"backfill\": false}\n";
+  http_test::response r = bulk_create(port, bulk);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const std::string admin = "Authorization: Bearer live-admin\r\n";
+  std::string filler;
+  for (int i = 0; i < 20; ++i) filler += fmt::format(" filler{}", i);
+  // Before: the first article any shard matches, 20-odd words.
+  srv.write(refs(article("everywhereword" + filler, "before", 0)));
+  const std::string before = "/api/match-stats?min_words=15&max_words=60";
+  for (int i = 0; i < 400; ++i) {
+    r = request(port, "GET", before, "", admin);
+    if (r.body.find("\"articles\": 2,") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_NE(r.body.find("\"articles\": 2,"), std::string::npos) << r.body;
+  EXPECT_EQ(shards_sum(r.body, "postings"), 40.0) << "each shard read all of its own\n" << r.body;
+  // Articles to count: match() samples one in eight into the word counts.
+  for (int b = 0; b < 8; ++b) {
+    std::vector<rt::article_ref> batch;
+    for (int i = 0; i < 40; ++i)
+      batch.push_back(article(fmt::format("everywhereword {}", b * 40 + i),
+                              fmt::format("warm-{}-{}", b, i), 0));
+    srv.write(std::move(batch));
+  }
+  // The next pass re-files all 40 (its wait doubles from a second while nothing moves).
+  double refiled = 0;
+  for (int i = 0; i < 600 && refiled < 40; ++i) {
+    r = request(port, "GET", "/api/match-stats", "", admin);
+    refiled = shards_sum(r.body, "refiled");
+    if (refiled < 40) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_EQ(refiled, 40.0) << r.body;
+  EXPECT_GE(shards_sum(r.body, "upkeep_passes"), 2.0) << r.body;
+  // After: a longer article with "everywhereword" reads nothing; one with both words still
+  // matches every subscription (its feed shows it).
+  std::string longer;
+  for (int i = 0; i < 100; ++i) longer += fmt::format(" other{}", i);
+  srv.write(refs(article("everywhereword" + longer, "after", 0)));
+  const std::string after = "/api/match-stats?min_words=80&max_words=1000";
+  for (int i = 0; i < 400; ++i) {
+    r = request(port, "GET", after, "", admin);
+    if (r.body.find("\"articles\": 2,") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_NE(r.body.find("\"articles\": 2,"), std::string::npos) << r.body;
+  EXPECT_EQ(shards_sum(r.body, "postings"), 0.0) << r.body;
+  const std::string feed = create_one(
+      port,
+      "{\"account\": \"upkeep\", \"query\": \"everywhereword tokio\", \"backfill\": false}\n");
+  ASSERT_FALSE(feed.empty());
+  srv.write(refs(article("tokio everywhereword both", "both", 0)));
+  poll_until(port, feed, 1, "tokio everywhereword both");
+}
+
 }  // namespace
 
 namespace {

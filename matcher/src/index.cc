@@ -934,18 +934,39 @@ struct index::impl {
   }
 
   // ===== maintenance =====
-  // Where maintain() resumes: a word, a class of its postings, an entry of that class.
+  // Where maintain() resumes. A pass first refreshes every word's frequency snapshot
+  // (refresh_cursor), then walks the words' postings: a word, a class of its postings, an
+  // entry of that class.
+  uint32_t refresh_cursor = 0;
   uint32_t cursor_word = 0;
   int cursor_class = 0;
   uint32_t cursor_entry = 0;
 
-  // Examines up to budget entries from the cursor on: an entry whose rarest word is now at
-  // most half as frequent as its filing word moves to that word; a word's block is
-  // trimmed when the cursor leaves it. Returns entries examined; adds moves to *moved.
-  size_t maintain(size_t budget, size_t* moved) {
-    size_t examined = 0, words_visited = 0;
-    while (examined < budget && words_visited <= words.size()) {
-      if (cursor_word >= words.size()) cursor_word = 0;
+  // Examines up to budget entries from the cursor on, and at most to the end of the current
+  // pass. A pass first takes a fresh snapshot of every word's frequency (a snapshot is
+  // otherwise as old as the word's entry into the vocabulary: a clause added before the
+  // index saw articles was filed with every count at zero), one look each; then an entry
+  // whose rarest word is now at most half as frequent as its filing word moves to that
+  // word, an entry that stays gets the rarest of its other words as its guard, and a word's
+  // block is trimmed when the cursor leaves it.
+  void maintain(size_t budget, index::maintenance& out) {
+    if (words.empty()) return;
+    size_t& examined = out.examined;
+    while (examined < budget) {
+      if (cursor_word >= words.size()) {  // the pass is over
+        cursor_word = 0;
+        cursor_class = 0;
+        cursor_entry = 0;
+        refresh_cursor = 0;
+        out.pass_done = true;
+        break;
+      }
+      if (refresh_cursor < words.size()) {
+        const uint32_t w = refresh_cursor++;
+        if (words[w].length != 0) words[w].frequency = static_cast<uint16_t>(frequency_of(w));
+        ++examined;
+        continue;
+      }
       const uint32_t w = cursor_word;
       if (!words[w].block || words[w].length == 0 || cursor_class == k_classes) {
         // A trim copies the block: its size counts against the budget.
@@ -953,16 +974,16 @@ struct index::impl {
         ++cursor_word;
         cursor_class = 0;
         cursor_entry = 0;
-        ++words_visited;
         ++examined;  // an empty word still costs a look
         continue;
       }
       const int cls = cursor_class;
-      const size_t stride = stride_of(cls);
-      if (cls == 0 && cursor_entry == 0) {
-        // Entering the word: refresh its snapshot (the others' are at most a pass old).
-        words[w].frequency = static_cast<uint16_t>(frequency_of(w));
+      if (cls == 0) {  // a single word: nothing to re-file, no guard
+        ++cursor_class;
+        ++examined;
+        continue;
       }
+      const size_t stride = stride_of(cls);
       const uint32_t fw = words[w].frequency;
       while (examined < budget && cursor_entry < postings::size(words[w].block, cls)) {
         ++examined;
@@ -979,6 +1000,14 @@ struct index::impl {
           }
         }
         if (best == w || uint32_t{words[best].frequency} * 2 >= fw) {
+          if (postings::guarded(cls)) {
+            const uint32_t guard = e[1];
+            put_guard_first(e, cls);
+            if (e[1] != guard) {
+              postings::write(words[w].block, cls, i, e);
+              ++out.reguarded;
+            }
+          }
           ++cursor_entry;
           continue;
         }
@@ -994,14 +1023,13 @@ struct index::impl {
         }
         append(best, cls, entry);
         postings::erase(words[w].block, cls, i);  // the last entry moves into i: look again
-        ++*moved;
+        ++out.moved;
       }
       if (cursor_entry >= postings::size(words[w].block, cls)) {
         ++cursor_class;
         cursor_entry = 0;
       }
     }
-    return examined;
   }
 };
 
@@ -1182,10 +1210,10 @@ void index::matched_words(const match_result& r, size_t k,
   }
 }
 
-size_t index::maintain(size_t budget) {
-  size_t moved = 0;
-  impl_->maintain(budget, &moved);
-  return moved;
+index::maintenance index::maintain(size_t budget) {
+  maintenance out;
+  impl_->maintain(budget, out);
+  return out;
 }
 
 uint32_t index::frequency(std::string_view word) const {

@@ -39,6 +39,9 @@ rows=$(grep -cE "^\| [0-9]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|$" "$tmp/out/repo
 # The exact tail (GET /api/match-stats): the row of every article length holds articles.
 grep -qE "^\| all \| [1-9][0-9]* \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|" "$tmp/out/report.md" ||
   { echo "FAIL: the report has no exact match-time tail (GET /api/match-stats)" >&2; exit 1; }
+# The index's upkeep ran on the shards (re-filing under the rarest word as counts move).
+grep -qE "^The index's upkeep .*: [1-9][0-9]* passes" "$tmp/out/report.md" ||
+  { echo "FAIL: the report shows no pass of the index's upkeep" >&2; exit 1; }
 for png in lag intra delivered poll memory match; do
   [ -s "$tmp/out/$png.png" ] || { echo "FAIL: no $png.png" >&2; exit 1; }
 done

@@ -665,6 +665,7 @@ class reflector final : public dataplane::component {
     replay_ids_ = {};
     if (snap_interval_ms_ != 0) s_.rt->loop().arm(snap_timer_, snap_interval_ms_);
     if (gc_interval_ms_ != 0) s_.rt->loop().arm(gc_timer_, gc_interval_ms_);
+    s_.rt->loop().arm(refile_timer_, 1);
     for (uint32_t j = 0; j < s_.rt->count(); ++j) {
       auto t = std::make_unique<fn_task>();
       t->on_target = [](rt::shard& s) { ++of(s).shards_caught_up_; };
@@ -675,12 +676,14 @@ class reflector final : public dataplane::component {
   matcher::index index_;
   matcher::match_result result_;
   // The last match_samples_max live articles' match times on this shard, for exact
-  // quantiles (GET /api/match-stats): a ring, 16 bytes per article.
+  // quantiles (GET /api/match-stats): a ring, 24 bytes per article.
   struct match_sample {
     uint32_t words = 0;
     uint32_t index_ns = 0;      // the index's match
     uint32_t total_ns = 0;      // with the list appends
     uint32_t index_cpu_ns = 0;  // the index's match in this thread's CPU time (no preemption)
+    uint32_t postings = 0;      // the index's work: posting entries read
+    uint32_t candidates = 0;    // and entries checked beyond their filing word
   };
   static constexpr size_t match_samples_max = size_t(1) << 16;
   std::vector<match_sample> match_samples_;
@@ -822,6 +825,23 @@ class reflector final : public dataplane::component {
   std::unique_ptr<matcher::index> replay_index_;
   std::vector<uint32_t> replay_ids_;
 
+  // ---- the index's upkeep (matcher::index::maintain) ----
+  // A clause is filed under its rarest word by the frequency snapshots of the moment its
+  // words entered the vocabulary: subscriptions created before the shard saw articles, or
+  // restored before the replay counted any, were filed with every count at zero, and read
+  // ~1.5x the postings per article (bench/RESULTS.md, "the index's upkeep"). Once caught
+  // up, passes run in slices of refile_budget entries, one per millisecond; a pass that
+  // changed more than 1% of what it examined is followed by another at once, else the wait
+  // before the next doubles from a second up to a minute.
+  static void on_refile_timer(void* ctx);
+  static constexpr size_t refile_budget = 2048;
+  net::timer refile_timer_;
+  uint64_t refile_wait_ms_ = 1000;
+  size_t refile_examined_ = 0;  // this pass's, so far
+  size_t refile_changed_ = 0;
+  uint64_t refile_passes_ = 0;  // since start (GET /api/match-stats)
+  uint64_t refiled_ = 0;
+
   // ---- weight feedback (issue 10) ----
   // Per source, the subscriptions of this shard its new articles matched since the last
   // report; every weight_report_interval_s the counts go to each source's crawler shard
@@ -869,6 +889,8 @@ class reflector final : public dataplane::component {
     rt::counter* snapshot_files = nullptr;
     rt::counter* gc_reports = nullptr;
     rt::histogram* gc_scan_us = nullptr;
+    rt::counter* refiled = nullptr;
+    rt::counter* refile_passes = nullptr;
     rt::counter* snapshot_bytes = nullptr;
     rt::counter* restored_lists = nullptr;
     rt::counter* weight_sent = nullptr;
@@ -886,6 +908,7 @@ reflector::reflector(shard_services& s)
   renders_ = render_cache<rendered>(size_t{s.cfg->reflector.render_cache_mb} << 20);
   snap_timer_.set(&reflector::on_snapshot_timer, this);
   gc_timer_.set(&reflector::on_gc_timer, this);
+  refile_timer_.set(&reflector::on_refile_timer, this);
   gc_interval_ms_ = uint64_t{s.cfg->reflector.article_gc_interval_s} * 1000;
   memory_timer_.set(&reflector::on_memory_timer, this);
   weight_timer_.set(&reflector::on_weight_timer, this);
@@ -997,6 +1020,13 @@ reflector::reflector(shard_services& s)
       "feedplane_reflector_gc_scan_seconds",
       "One scan of this shard's lists for the article log's collection (its slices' time)", {},
       1e-6);  // observed in microseconds
+  m_.refiled =
+      &reg.add_counter("feedplane_reflector_index_refiled_total",
+                       "Subscription clauses the shards' index upkeep re-filed under a rarer word");
+  m_.refile_passes = &reg.add_counter(
+      "feedplane_reflector_index_upkeep_passes_total",
+      "Passes of the index upkeep over a shard's subscriptions (frequency snapshots refreshed, "
+      "clauses re-filed)");
   m_.restored_lists = &reg.add_counter("feedplane_reflector_restored_lists_total",
                                        "Lists restored from snapshots at start-up");
   m_.weight_sent = &reg.add_counter(
@@ -1016,6 +1046,7 @@ reflector::~reflector() {
   if (retry_.armed()) s_.rt->loop().disarm(retry_);
   if (snap_timer_.armed()) s_.rt->loop().disarm(snap_timer_);
   if (gc_timer_.armed()) s_.rt->loop().disarm(gc_timer_);
+  if (refile_timer_.armed()) s_.rt->loop().disarm(refile_timer_);
   if (memory_timer_.armed()) s_.rt->loop().disarm(memory_timer_);
   if (weight_timer_.armed()) s_.rt->loop().disarm(weight_timer_);
   if (statm_fd_ >= 0) ::close(statm_fd_);
@@ -2267,6 +2298,29 @@ void reflector::on_article(rt::shard&, const rt::article_ref& a) {
 
 // ---- weight feedback ----
 
+void reflector::on_refile_timer(void* ctx) {
+  auto& self = *static_cast<reflector*>(ctx);
+  if (self.stopping_) return;
+  const matcher::index::maintenance m = self.index_.maintain(refile_budget);
+  self.m_.refiled->add(m.moved);
+  self.refiled_ += m.moved;
+  self.refile_examined_ += m.examined;
+  self.refile_changed_ += m.moved + m.reguarded;
+  uint64_t next = 1;  // the pass goes on
+  if (m.pass_done || m.examined == 0) {
+    if (m.pass_done) {
+      self.m_.refile_passes->add();
+      ++self.refile_passes_;
+    }
+    const bool moving = self.refile_changed_ * 100 > self.refile_examined_;
+    self.refile_wait_ms_ = moving ? 1000 : std::min<uint64_t>(self.refile_wait_ms_ * 2, 60'000);
+    next = moving ? 1 : self.refile_wait_ms_;
+    self.refile_examined_ = 0;
+    self.refile_changed_ = 0;
+  }
+  self.s_.rt->loop().arm(self.refile_timer_, next);
+}
+
 void reflector::on_weight_timer(void* ctx) {
   auto& self = *static_cast<reflector*>(ctx);
   // Stopping: a peer may be tearing its components down. The counts since the last report
@@ -2336,7 +2390,9 @@ void reflector::observe_match(const rt::article& a, std::chrono::steady_clock::t
     match_sample& m = match_samples_[match_samples_next_];
     match_samples_next_ = (match_samples_next_ + 1) % match_samples_max;
     const auto clamp32 = [](uint64_t v) { return uint32_t(std::min<uint64_t>(v, UINT32_MAX)); };
-    m = {clamp32(words), clamp32(index_ns), clamp32(ns), clamp32(index_cpu_ns)};
+    const matcher::match_result::counters& work = result_.stats();
+    m = {clamp32(words),        clamp32(index_ns),      clamp32(ns),
+         clamp32(index_cpu_ns), clamp32(work.postings), clamp32(work.candidates)};
   }
   // A replayed article was fetched by an earlier run: its latency is not this one's.
   if (replaying || a.meta().fetched_ms <= 0) return;
@@ -2787,7 +2843,9 @@ void reflector::match_time(net::request_context& ctx, net::http_response& r) {
 
 // GET /api/match-stats?min_words=A&max_words=B (admin): exact quantiles of the live
 // articles' match times on the shards, over each shard's last 65,536 articles with A to B
-// words (default: all): the index's match alone and with the list appends. Histograms in
+// words (default: all): the index's match alone and with the list appends; per shard also
+// the index's work per article (posting entries read, candidates checked: means) and its
+// upkeep since start (passes, clauses re-filed). Histograms in
 // /metrics have power-of-two buckets, too coarse to tell a tail within 3x of the median.
 void reflector::match_stats(net::request_context& ctx, net::http_response& r) {
   if (!dataplane::require_admin(ctx, *s_.cfg, r)) return;
@@ -2810,6 +2868,8 @@ void reflector::match_stats(net::request_context& ctx, net::http_response& r) {
   struct gather {
     uint32_t waiting = 0;
     std::vector<std::vector<uint64_t>> index_ns, total_ns, index_cpu_ns;  // by shard
+    // By shard: the samples' summed postings and candidates, upkeep passes, clauses refiled.
+    std::vector<std::vector<uint64_t>> work;
     call_ptr answer;
   };
   auto g = std::make_shared<gather>();
@@ -2817,6 +2877,7 @@ void reflector::match_stats(net::request_context& ctx, net::http_response& r) {
   g->index_ns.resize(n);
   g->total_ns.resize(n);
   g->index_cpu_ns.resize(n);
+  g->work.assign(n, std::vector<uint64_t>(4, 0));
   g->answer = answer_later(r);
   auto stats = [](std::vector<uint64_t>& v) {
     std::sort(v.begin(), v.end());
@@ -2834,10 +2895,11 @@ void reflector::match_stats(net::request_context& ctx, net::http_response& r) {
     auto part = std::make_shared<call>();
     part->origin = s_.rt->index();
     part->on_answer = [g, j, lo, hi, stats](reflector& me, call& got) {
-      if (got.seqs.size() == 3) {
+      if (got.seqs.size() == 4 && got.seqs[3].size() == 4) {
         g->index_ns[j] = std::move(got.seqs[0]);
         g->total_ns[j] = std::move(got.seqs[1]);
         g->index_cpu_ns[j] = std::move(got.seqs[2]);
+        g->work[j] = std::move(got.seqs[3]);
       }
       if (--g->waiting != 0) return;
       std::vector<uint64_t> all_index, all_total, all_cpu;
@@ -2847,8 +2909,15 @@ void reflector::match_stats(net::request_context& ctx, net::http_response& r) {
         all_total.insert(all_total.end(), g->total_ns[i].begin(), g->total_ns[i].end());
         all_cpu.insert(all_cpu.end(), g->index_cpu_ns[i].begin(), g->index_cpu_ns[i].end());
         const size_t count = g->index_ns[i].size();
-        shards += fmt::format("{}\n    {{\"shard\": {}, \"articles\": {}, \"index_us\": {}}}",
-                              i == 0 ? "" : ",", i, count, stats(g->index_ns[i]));
+        const std::vector<uint64_t>& w = g->work[i];
+        const auto per_article = [count](uint64_t sum) {
+          return count == 0 ? 0.0 : double(sum) / double(count);
+        };
+        shards += fmt::format(
+            "{}\n    {{\"shard\": {}, \"articles\": {}, \"index_us\": {}, \"postings\": "
+            "{:.1f}, \"candidates\": {:.1f}, \"upkeep_passes\": {}, \"refiled\": {}}}",
+            i == 0 ? "" : ",", i, count, stats(g->index_ns[i]), per_article(w[0]),
+            per_article(w[1]), w[2], w[3]);
       }
       const size_t count = all_index.size();
       g->answer->status = 200;
@@ -2861,13 +2930,17 @@ void reflector::match_stats(net::request_context& ctx, net::http_response& r) {
     start_call(
         j, part,
         [lo, hi](reflector& o, const call_ptr& cp) {
-          cp->seqs.assign(3, {});
+          cp->seqs.assign(4, {});
+          uint64_t postings = 0, candidates = 0;
           for (const match_sample& m : o.match_samples_) {
             if (m.words < lo || m.words > hi) continue;
             cp->seqs[0].push_back(m.index_ns);
             cp->seqs[1].push_back(m.total_ns);
             cp->seqs[2].push_back(m.index_cpu_ns);
+            postings += m.postings;
+            candidates += m.candidates;
           }
+          cp->seqs[3] = {postings, candidates, o.refile_passes_, o.refiled_};
           cp->status = 200;
         },
         true);

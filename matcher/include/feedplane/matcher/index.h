@@ -123,9 +123,20 @@ class index {
   void matched_words(const match_result& result, size_t k,
                      std::vector<std::string_view>& words) const;
 
-  // Re-files up to `budget` posting entries whose rarest word changed, and trims posting
-  // arrays, continuing where the last call stopped. Returns the entries moved.
-  size_t maintain(size_t budget);
+  // Upkeep in slices: examines up to `budget` entries (and words), continuing where the
+  // last call stopped and stopping at the end of a pass. A pass refreshes every word's
+  // frequency snapshot, then re-files each entry whose rarest word changed, gives an entry
+  // that stays its rarest other word as its guard, and trims posting arrays. Without it
+  // clauses stay filed by the counts of the moment their words entered the vocabulary
+  // (all zero before the index has seen articles). The longest slice is one budget of
+  // entries or one trim of the largest block.
+  struct maintenance {
+    size_t examined = 0;     // entries and words looked at (what the budget counts)
+    size_t moved = 0;        // entries re-filed under another word
+    size_t reguarded = 0;    // entries that stayed and took another guard
+    bool pass_done = false;  // this call ended a pass over the whole index
+  };
+  maintenance maintain(size_t budget);
 
   // Estimated occurrences of a folded word in the articles seen (decayed).
   uint32_t frequency(std::string_view word) const;
