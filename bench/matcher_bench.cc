@@ -68,8 +68,15 @@ void warm(fm::index& idx) {
   }
 }
 
+// How a world's subscriptions are filed: after 20,000 articles warmed the word counts,
+// then one upkeep pass (the rows' default); or as on a shard whose subscriptions came before
+// any article: the adds with every count at zero, then the articles, then no upkeep pass
+// (the shards until 9bf6a13) or one (the shards since).
+enum class filing { warm, cold_unkept, cold_upkept };
+
 struct world {
   size_t n = 0;
+  filing how = filing::warm;
   fm::index idx;
   fm::counting_matcher counting;
   std::unique_ptr<fm::naive_matcher> naive;  // small sizes only
@@ -88,13 +95,14 @@ constexpr size_t k_naive_limit = 100000;
 
 // One world at a time: the benchmarks run in order of size, and 10M subscriptions twice
 // (index and peer) need the memory to themselves.
-world& get_world(size_t n) {
+world& get_world(size_t n, filing how = filing::warm) {
   static std::unique_ptr<world> w;
-  if (w && w->n == n) return *w;
+  if (w && w->n == n && w->how == how) return *w;
   w.reset();
   w = std::make_unique<world>();
   w->n = n;
-  warm(w->idx);
+  w->how = how;
+  if (how == filing::warm) warm(w->idx);
   if (n <= k_naive_limit) w->naive = std::make_unique<fm::naive_matcher>();
   fw::rng r(2);
   fm::query_parser parser;
@@ -111,8 +119,9 @@ world& get_world(size_t n) {
   }
   w->build_seconds = index_ns / 1e9;
   w->bytes_per_sub_built = bytes_per_sub(w->idx, n);
+  if (how != filing::warm) warm(w->idx);
   const auto t0 = clock_type::now();
-  w->idx.maintain(SIZE_MAX);
+  if (how != filing::cold_unkept) w->idx.maintain(SIZE_MAX);
   w->maintain_pass_seconds = ns_since(t0) / 1e9;
   w->bytes_per_sub = bytes_per_sub(w->idx, n);
   return *w;
@@ -173,8 +182,8 @@ void report(benchmark::State& state, std::vector<double>& ns) {
 
 // ---- match time: index, plain counting, naive (which = 0, 1, 2) ----
 
-void BM_match(benchmark::State& state, size_t n, size_t words, int which) {
-  world& w = get_world(n);
+void BM_match(benchmark::State& state, size_t n, size_t words, int which, filing how) {
+  world& w = get_world(n, how);
   auto& pool = articles(words);
   check_same(w, pool);
   fm::match_result r;
@@ -462,7 +471,8 @@ int main(int argc, char** argv) {
         if (which == 2 && n > k_naive_limit) continue;
         const std::string name = std::string("match/") + k_names[which] +
                                  "/subs:" + std::to_string(n) + "/words:" + std::to_string(words);
-        auto* b = benchmark::RegisterBenchmark(name.c_str(), BM_match, n, words, which);
+        auto* b =
+            benchmark::RegisterBenchmark(name.c_str(), BM_match, n, words, which, filing::warm);
         b->Unit(benchmark::kMicrosecond);
         if (which == 2 && n >= 100000) b->Iterations(words >= 637 ? 10 : 50);
       }
@@ -476,6 +486,13 @@ int main(int argc, char** argv) {
     if (n == 1000000) {
       benchmark::RegisterBenchmark("mutation_stall/subs:1000000", BM_mutation_stall, n)
           ->Iterations(2000)
+          ->Unit(benchmark::kMicrosecond);
+      // Filed before any article, without and with one upkeep pass (filing, above).
+      benchmark::RegisterBenchmark("match/index_unkept/subs:1000000/words:61", BM_match, n,
+                                   size_t{61}, 0, filing::cold_unkept)
+          ->Unit(benchmark::kMicrosecond);
+      benchmark::RegisterBenchmark("match/index_upkept/subs:1000000/words:61", BM_match, n,
+                                   size_t{61}, 0, filing::cold_upkept)
           ->Unit(benchmark::kMicrosecond);
     }
   }

@@ -947,8 +947,8 @@ struct index::impl {
   // otherwise as old as the word's entry into the vocabulary: a clause added before the
   // index saw articles was filed with every count at zero), one look each; then an entry
   // whose rarest word is now at most half as frequent as its filing word moves to that
-  // word, an entry that stays gets the rarest of its other words as its guard, and a word's
-  // block is trimmed when the cursor leaves it.
+  // word, an entry that stays takes as its guard another of its words at most half as
+  // frequent as its guard, and a word's block is trimmed when the cursor leaves it.
   void maintain(size_t budget, index::maintenance& out) {
     if (words.empty()) return;
     size_t& examined = out.examined;
@@ -1001,9 +1001,14 @@ struct index::impl {
         }
         if (best == w || uint32_t{words[best].frequency} * 2 >= fw) {
           if (postings::guarded(cls)) {
-            const uint32_t guard = e[1];
-            put_guard_first(e, cls);
-            if (e[1] != guard) {
+            // The same margin as for filing: a guard changes only for a word at most half
+            // as frequent, so counts that move a little do not flip guards every pass.
+            size_t g = 1;
+            for (size_t j = 2; j < stride; ++j) {
+              if (rarer(e[j], e[g])) g = j;
+            }
+            if (g != 1 && uint32_t{words[e[g]].frequency} * 2 < words[e[1]].frequency) {
+              std::swap(e[1], e[g]);
               postings::write(words[w].block, cls, i, e);
               ++out.reguarded;
             }

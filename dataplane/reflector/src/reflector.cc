@@ -831,14 +831,14 @@ class reflector final : public dataplane::component {
   // restored before the replay counted any, were filed with every count at zero, and read
   // ~1.5x the postings per article (bench/RESULTS.md, "the index's upkeep"). Once caught
   // up, passes run in slices of refile_budget entries, one per millisecond; a pass that
-  // changed more than 1% of what it examined is followed by another at once, else the wait
-  // before the next doubles from a second up to a minute.
+  // re-filed more than 1% of what it examined is followed by another at once, else the
+  // wait before the next doubles from a second up to a minute.
   static void on_refile_timer(void* ctx);
   static constexpr size_t refile_budget = 2048;
   net::timer refile_timer_;
   uint64_t refile_wait_ms_ = 1000;
   size_t refile_examined_ = 0;  // this pass's, so far
-  size_t refile_changed_ = 0;
+  size_t refile_moved_ = 0;
   uint64_t refile_passes_ = 0;  // since start (GET /api/match-stats)
   uint64_t refiled_ = 0;
 
@@ -2305,18 +2305,18 @@ void reflector::on_refile_timer(void* ctx) {
   self.m_.refiled->add(m.moved);
   self.refiled_ += m.moved;
   self.refile_examined_ += m.examined;
-  self.refile_changed_ += m.moved + m.reguarded;
+  self.refile_moved_ += m.moved;
   uint64_t next = 1;  // the pass goes on
   if (m.pass_done || m.examined == 0) {
     if (m.pass_done) {
       self.m_.refile_passes->add();
       ++self.refile_passes_;
     }
-    const bool moving = self.refile_changed_ * 100 > self.refile_examined_;
+    const bool moving = self.refile_moved_ * 100 > self.refile_examined_;
     self.refile_wait_ms_ = moving ? 1000 : std::min<uint64_t>(self.refile_wait_ms_ * 2, 60'000);
     next = moving ? 1 : self.refile_wait_ms_;
     self.refile_examined_ = 0;
-    self.refile_changed_ = 0;
+    self.refile_moved_ = 0;
   }
   self.s_.rt->loop().arm(self.refile_timer_, next);
 }
