@@ -580,6 +580,18 @@ double shards_sum(const std::string& body, const char* key) {
   return sum;
 }
 
+// GET path (a match-stats query) until both shards counted one article in its range.
+http_test::response stats_of_one_article_each(int port, const std::string& path) {
+  http_test::response r;
+  for (int i = 0; i < 400; ++i) {
+    r = request(port, "GET", path, "", "Authorization: Bearer live-admin\r\n");
+    if (r.body.find("\"articles\": 2,") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_NE(r.body.find("\"articles\": 2,"), std::string::npos) << r.body;
+  return r;
+}
+
 // The index's upkeep on the shards: subscriptions made before the shards saw any article
 // are filed with every word count at zero, under the longer word ("everywhereword", which
 // every article then carries, not "tokio", which none does), so each article reads all of
@@ -600,13 +612,7 @@ TEST(reflector_live, the_index_upkeep_refiles_subscriptions_made_before_any_arti
   for (int i = 0; i < 20; ++i) filler += fmt::format(" filler{}", i);
   // Before: the first article any shard matches, 20-odd words.
   srv.write(refs(article("everywhereword" + filler, "before", 0)));
-  const std::string before = "/api/match-stats?min_words=15&max_words=60";
-  for (int i = 0; i < 400; ++i) {
-    r = request(port, "GET", before, "", admin);
-    if (r.body.find("\"articles\": 2,") != std::string::npos) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  ASSERT_NE(r.body.find("\"articles\": 2,"), std::string::npos) << r.body;
+  r = stats_of_one_article_each(port, "/api/match-stats?min_words=15&max_words=60");
   EXPECT_EQ(shards_sum(r.body, "postings"), 40.0) << "each shard read all of its own\n" << r.body;
   // Articles to count: match() samples one in eight into the word counts.
   for (int b = 0; b < 8; ++b) {
@@ -616,7 +622,7 @@ TEST(reflector_live, the_index_upkeep_refiles_subscriptions_made_before_any_arti
                               fmt::format("warm-{}-{}", b, i), 0));
     srv.write(std::move(batch));
   }
-  // The next pass re-files all 40 (its wait doubles from a second while nothing moves).
+  // The next pass re-files all 40 (while nothing moves the wait doubles from 2 s).
   double refiled = 0;
   for (int i = 0; i < 600 && refiled < 40; ++i) {
     r = request(port, "GET", "/api/match-stats", "", admin);
@@ -630,13 +636,7 @@ TEST(reflector_live, the_index_upkeep_refiles_subscriptions_made_before_any_arti
   std::string longer;
   for (int i = 0; i < 100; ++i) longer += fmt::format(" other{}", i);
   srv.write(refs(article("everywhereword" + longer, "after", 0)));
-  const std::string after = "/api/match-stats?min_words=80&max_words=1000";
-  for (int i = 0; i < 400; ++i) {
-    r = request(port, "GET", after, "", admin);
-    if (r.body.find("\"articles\": 2,") != std::string::npos) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  ASSERT_NE(r.body.find("\"articles\": 2,"), std::string::npos) << r.body;
+  r = stats_of_one_article_each(port, "/api/match-stats?min_words=80&max_words=1000");
   EXPECT_EQ(shards_sum(r.body, "postings"), 0.0) << r.body;
   const std::string feed = create_one(
       port,

@@ -832,7 +832,7 @@ class reflector final : public dataplane::component {
   // ~1.5x the postings per article (bench/RESULTS.md, "the index's upkeep"). Once caught
   // up, passes run in slices of refile_budget entries (~0.1-0.5 ms), one every
   // refile_tick_ms; a pass that re-filed more than 1% of what it examined is followed by
-  // another at once, else the wait before the next doubles from a second up to a minute. A
+  // another at once, else the wait before the next doubles, from 2 s up to a minute. A
   // pass over 500,000 subscriptions takes about a second and 25-50 ms of CPU.
   static void on_refile_timer(void* ctx);
   static constexpr size_t refile_budget = 2048;

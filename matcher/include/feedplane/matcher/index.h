@@ -125,8 +125,9 @@ class index {
 
   // Upkeep in slices: examines up to `budget` entries (and words), continuing where the
   // last call stopped and stopping at the end of a pass. A pass refreshes every word's
-  // frequency snapshot, then re-files each entry whose rarest word changed, gives an entry
-  // that stays its rarest other word as its guard, and trims posting arrays. Without it
+  // frequency snapshot, then re-files each entry whose rarest word is now at most half as
+  // frequent as its filing word, gives an entry that stays another of its words as its guard
+  // if that one is at most half as frequent, and trims posting arrays. Without it
   // clauses stay filed by the counts of the moment their words entered the vocabulary
   // (all zero before the index has seen articles). The longest slice is one budget of
   // entries or one trim of the largest block.
