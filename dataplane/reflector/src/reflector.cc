@@ -841,8 +841,6 @@ class reflector final : public dataplane::component {
   uint64_t refile_wait_ms_ = 1000;
   size_t refile_examined_ = 0;  // this pass's, so far
   size_t refile_moved_ = 0;
-  uint64_t refile_passes_ = 0;  // since start (GET /api/match-stats)
-  uint64_t refiled_ = 0;
 
   // ---- weight feedback (issue 10) ----
   // Per source, the subscriptions of this shard its new articles matched since the last
@@ -2305,15 +2303,11 @@ void reflector::on_refile_timer(void* ctx) {
   if (self.stopping_) return;
   const matcher::index::maintenance m = self.index_.maintain(refile_budget);
   self.m_.refiled->add(m.moved);
-  self.refiled_ += m.moved;
   self.refile_examined_ += m.examined;
   self.refile_moved_ += m.moved;
   uint64_t next = refile_tick_ms;  // the pass goes on
   if (m.pass_done || m.examined == 0) {
-    if (m.pass_done) {
-      self.m_.refile_passes->add();
-      ++self.refile_passes_;
-    }
+    if (m.pass_done) self.m_.refile_passes->add();
     const bool moving = self.refile_moved_ * 100 > self.refile_examined_;
     self.refile_wait_ms_ = moving ? 1000 : std::min<uint64_t>(self.refile_wait_ms_ * 2, 60'000);
     next = moving ? refile_tick_ms : self.refile_wait_ms_;
@@ -2942,7 +2936,8 @@ void reflector::match_stats(net::request_context& ctx, net::http_response& r) {
             postings += m.postings;
             candidates += m.candidates;
           }
-          cp->seqs[3] = {postings, candidates, o.refile_passes_, o.refiled_};
+          // This shard's own registry: its counters are its own since start.
+          cp->seqs[3] = {postings, candidates, o.m_.refile_passes->value, o.m_.refiled->value};
           cp->status = 200;
         },
         true);
