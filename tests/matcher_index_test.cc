@@ -219,6 +219,61 @@ TEST(MatcherIndex, UpkeepInSlicesFilesAsIfTheCountsHadBeenThereAtAdd) {
   EXPECT_LE(m.reguarded, queries.size() / 100);
 }
 
+// A restart: the frequencies saved from an index that saw the articles, restored into a
+// new one before its adds, file every clause as the old index had them (the same postings
+// per article, no upkeep needed); sizes other than the sketch's are refused.
+TEST(MatcherIndex, RestoredFrequenciesFileAddsAsTheSavingIndexDid) {
+  const auto& vocab = feedplane::workload::vocabulary::english();
+  feedplane::workload::generator gen(vocab);
+  fm::index before, restored, blank;
+  fm::query_parser parser;
+  fm::article a;
+  std::vector<fm::parsed_query> queries(3000);
+  feedplane::workload::rng rq(5);
+  for (fm::parsed_query& q : queries) ASSERT_TRUE(parser.parse(gen.subscription(rq), q).ok());
+  feedplane::workload::rng ra(6);
+  for (int i = 0; i < 1500; ++i) {
+    a.assign_text(gen.title(ra), gen.text(ra, gen.article_length(ra)));
+    before.observe(a);
+  }
+  for (uint32_t id = 0; id < queries.size(); ++id) before.add(id, queries[id]);
+  const fm::index::frequency_state saved = before.frequencies();
+  EXPECT_EQ(saved.counted, 1500u);
+  // Another size, or a cursor past the counters: refused, nothing changed.
+  const std::vector<uint16_t> short_counters(saved.counters.begin(), saved.counters.end() - 1);
+  EXPECT_FALSE(restored.restore_frequencies({short_counters, 0, 1}));
+  EXPECT_FALSE(restored.restore_frequencies(
+      {saved.counters, static_cast<uint32_t>(saved.counters.size()), 1}));
+  EXPECT_EQ(restored.frequencies().counted, 0u);
+  // Saved to bytes and back, as the reflector's file does.
+  const std::vector<uint16_t> copy(saved.counters.begin(), saved.counters.end());
+  ASSERT_TRUE(restored.restore_frequencies({copy, saved.decay_cursor, saved.counted}));
+  EXPECT_EQ(restored.frequency("the"), before.frequency("the"));
+  for (uint32_t id = 0; id < queries.size(); ++id) {
+    restored.add(id, queries[id]);
+    blank.add(id, queries[id]);
+  }
+  fm::match_result result, expect;
+  size_t p_before = 0, p_restored = 0, p_blank = 0;
+  feedplane::workload::rng rt(7);
+  for (int i = 0; i < 40; ++i) {
+    a.assign_text(gen.title(rt), gen.text(rt, 61));
+    before.match(a, expect);
+    restored.match(a, result);
+    EXPECT_EQ(sorted_ids(result), sorted_ids(expect));
+    p_before += expect.stats().postings;
+    p_restored += result.stats().postings;
+    blank.match(a, result);
+    p_blank += result.stats().postings;
+  }
+  EXPECT_EQ(p_restored, p_before);
+  EXPECT_GT(double(p_blank), 1.2 * double(p_restored)) << "blank " << p_blank;
+  // Nothing for the upkeep to do.
+  const fm::index::maintenance m = restored.maintain(SIZE_MAX);
+  EXPECT_TRUE(m.pass_done);
+  EXPECT_LE(m.moved, queries.size() / 100);
+}
+
 // The posting block of one word holding hundreds of entries in every class (all filed
 // under "pivot", which the index has never seen in an article), grown through many
 // reallocations, then thinned by removals and trimmed by maintain(): every entry keeps its

@@ -646,6 +646,71 @@ TEST(reflector_live, the_index_upkeep_refiles_subscriptions_made_before_any_arti
   poll_until(port, feed, 1, "tokio everywhereword both");
 }
 
+// The word counts behind the filing survive a restart, and are kept before any
+// subscription exists. First run: 320 articles with "everywhereword" come before any
+// subscription (a shard with none still counts one in eight), so 40 subscriptions
+// "everywhereword tokio" made after them are filed under "tokio" at once: an article with
+// "everywhereword" alone reads nothing, and the upkeep re-files nothing. Second run on the
+// same data: the subscriptions are added before the replay counts anything, but the words
+// file (reflector/snapshot.h) gave the shards the first run's counts, so again nothing is
+// read and nothing re-filed (without it the first pass re-files all 40).
+TEST(reflector_live, a_restart_files_subscriptions_by_the_last_runs_word_counts) {
+  temp_dir dir("feedplane-live-words");
+  const auto tweak = [](dp::config& c) { c.reflector.snapshot_interval_s = 1; };
+  const std::string admin = "Authorization: Bearer live-admin\r\n";
+  std::string longer;
+  for (int i = 0; i < 100; ++i) longer += fmt::format(" other{}", i);
+  // Both shards past their first upkeep pass: its passes counted, nothing re-filed, and an
+  // article with "everywhereword" alone read nothing.
+  const auto nothing_read_nothing_refiled = [&](live_server& srv, const std::string& title) {
+    const int port = srv.port();
+    http_test::response r;
+    // A pass over an empty index counts for none, and the wait after it doubles from 2 s.
+    for (int i = 0; i < 2000; ++i) {
+      r = request(port, "GET", "/api/match-stats", "", admin);
+      if (shards_sum(r.body, "upkeep_passes") >= 2) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    EXPECT_GE(shards_sum(r.body, "upkeep_passes"), 2.0) << r.body;
+    EXPECT_EQ(shards_sum(r.body, "refiled"), 0.0) << r.body;
+    srv.write(refs(article("everywhereword" + longer, title, 0)));
+    r = stats_of_one_article_each(port, "/api/match-stats?min_words=80&max_words=1000");
+    EXPECT_EQ(shards_sum(r.body, "postings"), 0.0) << r.body;
+  };
+  std::string feed;
+  {
+    live_server srv(2, 0, rt::mesh_options{}, dir.path, tweak);
+    const int port = srv.port();
+    wait_ready(port, 2);
+    for (int b = 0; b < 8; ++b) {
+      std::vector<rt::article_ref> batch;
+      for (int i = 0; i < 40; ++i)
+        batch.push_back(article(fmt::format("everywhereword {}", b * 40 + i),
+                                fmt::format("early-{}-{}", b, i), 0));
+      srv.write(std::move(batch));
+    }
+    std::string bulk;
+    for (int i = 0; i < 39; ++i)
+      bulk +=
+          "{\"account\": \"words\", \"query\": \"everywhereword tokio\", \"backfill\": false}\n";
+    ASSERT_EQ(bulk_create(port, bulk).status, 200);
+    feed = create_one(
+        port,
+        "{\"account\": \"words\", \"query\": \"everywhereword tokio\", \"backfill\": false}\n");
+    ASSERT_FALSE(feed.empty());
+    nothing_read_nothing_refiled(srv, "first run");
+  }
+  ASSERT_EQ(
+      ::access(feedplane::reflector::word_frequencies_path(dir.path + "/lists", 0).c_str(), F_OK),
+      0);
+  live_server srv(2, 0, rt::mesh_options{}, dir.path, tweak);
+  wait_ready(srv.port(), 2);
+  nothing_read_nothing_refiled(srv, "second run");
+  // The subscriptions still match what they should.
+  srv.write(refs(article("tokio everywhereword both", "both", 0)));
+  poll_until(srv.port(), feed, 1, "tokio everywhereword both");
+}
+
 }  // namespace
 
 namespace {

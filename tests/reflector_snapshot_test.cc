@@ -176,3 +176,38 @@ TEST(reflector_snapshot, durable_writes_replace_files_whole) {
   }
   std::filesystem::remove_all(dir);
 }
+
+// The word frequencies file: reads back what was written; cut, flipped, a count larger
+// than the sketch or the bytes, or a decay cursor past the counters: refused with a reason.
+TEST(reflector_snapshot, word_frequencies_read_back_and_damage_is_refused) {
+  std::vector<uint16_t> counters(4096);
+  for (size_t i = 0; i < counters.size(); ++i) counters[i] = uint16_t(i * 7919);
+  std::string bytes;
+  rf::encode_word_frequencies(1234, 99, 17, counters.data(), counters.size(), bytes);
+  rf::word_frequencies got;
+  std::string why;
+  ASSERT_TRUE(rf::decode_word_frequencies(bytes, counters.size(), got, &why)) << why;
+  EXPECT_EQ(got.through, 1234u);
+  EXPECT_EQ(got.counted, 99u);
+  EXPECT_EQ(got.decay_cursor, 17u);
+  EXPECT_EQ(got.counters, counters);
+  EXPECT_FALSE(
+      rf::decode_word_frequencies(bytes.substr(0, bytes.size() - 3), counters.size(), got, &why));
+  EXPECT_FALSE(rf::decode_word_frequencies(bytes.substr(0, 10), counters.size(), got, &why));
+  EXPECT_EQ(why, "shorter than a header");
+  std::string flipped = bytes;
+  flipped[100] ^= 1;
+  EXPECT_FALSE(rf::decode_word_frequencies(flipped, counters.size(), got, &why));
+  EXPECT_EQ(why, "checksum mismatch");
+  EXPECT_FALSE(rf::decode_word_frequencies(bytes, counters.size() - 1, got, &why));
+  EXPECT_EQ(why, "4096 counters (at most 4095)");
+  rf::encode_word_frequencies(1, 1, 4096, counters.data(), counters.size(), bytes);
+  EXPECT_FALSE(rf::decode_word_frequencies(bytes, counters.size(), got, &why));
+  EXPECT_EQ(why, "decay cursor 4096 past 4096 counters");
+  // A list snapshot is not a word frequencies file, nor the other way round.
+  EXPECT_FALSE(rf::decode_word_frequencies(encode(1, 1, sample()), counters.size(), got, &why));
+  EXPECT_EQ(why, "not a word frequencies file");
+  rf::partition_snapshot ps;
+  EXPECT_FALSE(rf::decode_partition_snapshot(bytes, 0, ps, &why));
+  EXPECT_EQ(rf::word_frequencies_path("/d", 3), "/d/shard-03.words");
+}

@@ -351,6 +351,7 @@ struct index::impl {
   static constexpr size_t k_sketch_width = size_t{1} << 17;
   std::vector<uint16_t> sketch;
   size_t decay_cursor = 0;
+  uint64_t articles_counted = 0;  // articles counted into the sketch
 
   // ===== vocabulary =====
   std::string_view word_text(uint32_t w) const {
@@ -843,7 +844,10 @@ struct index::impl {
       sequence[sequence_title] = k_none;  // phrases never span title and content
       for (size_t i = sequence_title; i < n; ++i) sequence[i + 1] = distinct_ids[a.of(i)];
     }
-    if (counted) decay();
+    if (counted) {
+      decay();
+      ++articles_counted;
+    }
   }
 
   // The first words' headers are prefetched by prepare(), the rest k_header_ahead words
@@ -1223,6 +1227,26 @@ index::maintenance index::maintain(size_t budget) {
 
 uint32_t index::frequency(std::string_view word) const {
   return impl_->frequency_of_hash(word_hash(word));
+}
+
+index::frequency_state index::frequencies() const {
+  const auto& m = *impl_;
+  return {{m.sketch.data(), m.sketch.size()},
+          static_cast<uint32_t>(m.decay_cursor),
+          m.articles_counted};
+}
+
+bool index::restore_frequencies(const frequency_state& saved) {
+  auto& m = *impl_;
+  if (saved.counters.size() != m.sketch.size() || saved.decay_cursor >= m.sketch.size())
+    return false;
+  std::copy(saved.counters.begin(), saved.counters.end(), m.sketch.begin());
+  m.decay_cursor = saved.decay_cursor;
+  m.articles_counted = saved.counted;
+  for (uint32_t w = 0; w < m.words.size(); ++w) {
+    if (m.words[w].length != 0) m.words[w].frequency = static_cast<uint16_t>(m.frequency_of(w));
+  }
+  return true;
 }
 
 size_t index::vocabulary_size() const { return impl_->words.size() - impl_->free_words.size(); }

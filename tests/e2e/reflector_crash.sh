@@ -194,7 +194,7 @@ import os, random, shutil, sys
 d, prev = sys.argv[1], sys.argv[2]
 now = {}
 for name in sorted(os.listdir(d)):
-    if name.endswith(".lists"):
+    if name.endswith((".lists", ".words")):
         now[name] = open(os.path.join(d, name), "rb").read()
 hit = 0
 for name, data in now.items():

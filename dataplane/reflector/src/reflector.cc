@@ -775,6 +775,7 @@ class reflector final : public dataplane::component {
   net::timer memory_timer_;
 
   void load_snapshots();
+  void load_word_frequencies();
   static void on_snapshot_timer(void* ctx);
   void snapshot_slice(size_t budget);
   void write_snapshot(uint32_t partition);
@@ -829,18 +830,40 @@ class reflector final : public dataplane::component {
   // A clause is filed under its rarest word by the frequency snapshots of the moment its
   // words entered the vocabulary: subscriptions created before the shard saw articles, or
   // restored before the replay counted any, were filed with every count at zero, and read
-  // ~1.5x the postings per article (bench/RESULTS.md, "the index's upkeep"). Once caught
-  // up, passes run in slices of refile_budget entries (~0.1-0.5 ms), one every
-  // refile_tick_ms; a pass that re-filed more than 1% of what it examined is followed by
-  // another at once, else the wait before the next doubles, from 2 s up to a minute. A
-  // pass over 500,000 subscriptions takes about a second and 25-50 ms of CPU.
+  // ~1.5x the postings per article (bench/RESULTS.md, "the index's upkeep"). Two things
+  // keep that short. A restart restores the last run's frequencies before its adds (the
+  // words file, snapshot.h; written after each round of list snapshots and at a clean
+  // stop), and a shard with no subscriptions still counts one article in eight, as
+  // match() would. And once caught up, passes run in slices of refile_budget entries
+  // (~0.1-0.5 ms), one every refile_tick_ms, or every refile_fast_ms while the pass
+  // re-files more than 1% of what it examined (a pass over 5M clauses: ~3 s, not ~13); a
+  // pass that re-filed more than 1% is followed by another at once, else the wait before
+  // the next doubles, from 2 s up to a minute, and ends early once the sketch has counted
+  // as many articles again as it had at the last pass's start (a fresh server's counts
+  // grow from nothing). A pass over 500,000 subscriptions takes 25-50 ms of CPU.
   static void on_refile_timer(void* ctx);
+  // Between passes: starts the next at once if the sketch counted as many articles again
+  // as it had when the last pass began.
+  void wake_upkeep() {
+    if (refile_waiting_ &&
+        index_.frequencies().counted >= std::max<uint64_t>(64, 2 * refile_counted_at_)) {
+      refile_waiting_ = false;
+      s_.rt->loop().arm(refile_timer_, 1);
+    }
+  }
+  void write_word_frequencies();
   static constexpr size_t refile_budget = 2048;
   static constexpr uint64_t refile_tick_ms = 5;
+  static constexpr uint64_t refile_fast_ms = 1;
   net::timer refile_timer_;
   uint64_t refile_wait_ms_ = 1000;
   size_t refile_examined_ = 0;  // this pass's, so far
   size_t refile_moved_ = 0;
+  bool refile_waiting_ = false;     // between passes
+  uint64_t refile_counted_at_ = 0;  // the sketch's articles counted when the last pass began
+  uint64_t words_through_ = 0;      // the restored words file counted the articles to here
+  uint64_t words_written_ = 0;      // last_seq_ when this run last wrote the words file
+  std::string words_bytes_;
 
   // ---- weight feedback (issue 10) ----
   // Per source, the subscriptions of this shard its new articles matched since the last
@@ -1903,6 +1926,7 @@ void reflector::load_snapshots() {
     lists += ps.lists.size();
   }
   restore_.build();
+  load_word_frequencies();
   // The snapshots count this shard's subscriptions: size the id maps once instead of
   // rehashing them ~20 times while millions stream in.
   by_id_.reserve(lists);
@@ -1937,6 +1961,46 @@ void reflector::load_snapshots() {
       w->pending -= batch.size();
     }
   });
+}
+
+// Before any record: the adds that follow file their clauses by these counts. Its own
+// shard's file, else shard 0's after a change of --shards (every shard counts the same
+// broadcast articles, so their sketches differ only by sampling).
+void reflector::load_word_frequencies() {
+  std::string path = word_frequencies_path(snap_dir_, s_.rt->index());
+  if (::access(path.c_str(), F_OK) != 0) path = word_frequencies_path(snap_dir_, 0);
+  if (::access(path.c_str(), F_OK) != 0) return;  // never written: the replay counts
+  const size_t sketch = index_.frequencies().counters.size();
+  std::string bytes, why;
+  word_frequencies wf;
+  if (dataplane::read_file(path, 64 + sketch * sizeof(uint16_t), bytes, &why) !=
+          dataplane::read_status::ok ||
+      !decode_word_frequencies(bytes, sketch, wf, &why) ||
+      !index_.restore_frequencies({wf.counters, wf.decay_cursor, wf.counted})) {
+    if (why.empty()) why = fmt::format("{} counters, not {}", wf.counters.size(), sketch);
+    fmt::print(stderr,
+               "feedplane: reflector: shard {}: word frequencies {} unusable ({}); the "
+               "replay counts them, the index upkeep re-files\n",
+               s_.rt->index(), path, why);
+    return;
+  }
+  words_through_ = wf.through;
+  words_written_ = wf.through;
+}
+
+// Every round and at a clean stop, when articles came since the last: ~0.5 MB copied.
+void reflector::write_word_frequencies() {
+  if (!writer_ || last_seq_ == words_written_) return;
+  const matcher::index::frequency_state f = index_.frequencies();
+  encode_word_frequencies(last_seq_, f.counted, f.decay_cursor, f.counters.data(),
+                          f.counters.size(), words_bytes_);
+  words_written_ = last_seq_;
+  {
+    std::lock_guard<std::mutex> g(writer_->mu);
+    writer_->queue.push_back({word_frequencies_path(snap_dir_, s_.rt->index()), words_bytes_});
+    ++writer_->pending;
+  }
+  writer_->cv.notify_one();
 }
 
 void reflector::on_memory_timer(void* ctx) {
@@ -2139,7 +2203,10 @@ void reflector::snapshot_slice(size_t budget) {
     write_snapshot(p);
     budget -= std::min(budget, std::max<size_t>(n, 1));
   }
-  if (snap_next_ >= owned_.size()) snap_round_ = false;
+  if (snap_next_ >= owned_.size()) {
+    snap_round_ = false;
+    write_word_frequencies();
+  }
 }
 
 // Fast enough to run on the shard: a header, then per subscription 17 bytes and its
@@ -2185,6 +2252,7 @@ void reflector::stop_snapshots() {
     for (uint32_t p : owned_) {
       if (dirty_[p] != 0) write_snapshot(p);
     }
+    write_word_frequencies();
   }
   {
     std::lock_guard<std::mutex> g(writer_->mu);
@@ -2211,12 +2279,18 @@ void reflector::on_article(rt::shard&, const rt::article_ref& a) {
     });
     for (parked& p : ready) p.run();
   }
-  if (index_.size() == 0) return;
+  if (index_.size() == 0) {
+    // No subscription yet: the words are still counted, one article in eight as match()
+    // does, so that the first subscriptions are filed by real counts.
+    if (seq % 8 == 0 && seq > words_through_) index_.observe(scoped_words(*a));
+    return;
+  }
   // Start-up, at or below what the snapshots hold: only the subscriptions they do not
   // cover are matched (most articles of the replay touch no list at all).
   const bool replaying = seq <= replay_hi_;
   if (replaying) {
-    index_.observe(scoped_words(*a));  // the filing words' frequencies, as a match counts
+    // The filing words' frequencies, as a match counts, unless the words file has them.
+    if (seq > words_through_) index_.observe(scoped_words(*a));
     if (replay_index_->size() == 0) return;
   }
   m_.articles->add();
@@ -2235,6 +2309,7 @@ void reflector::on_article(rt::shard&, const rt::article_ref& a) {
   const uint64_t index_cpu_ns = replaying ? 0 : thread_cpu_ns() - cpu0;
   if (result_.ids().empty()) {
     observe_match(*a, t0, t_index, index_cpu_ns, replaying);
+    wake_upkeep();
     return;
   }
   const uint64_t replaces = a->meta().replaces;
@@ -2294,6 +2369,7 @@ void reflector::on_article(rt::shard&, const rt::article_ref& a) {
   }
   m_.list_entries->set(int64_t(list_entries_));
   observe_match(*a, t0, t_index, index_cpu_ns, replaying);
+  wake_upkeep();
 }
 
 // ---- weight feedback ----
@@ -2301,16 +2377,21 @@ void reflector::on_article(rt::shard&, const rt::article_ref& a) {
 void reflector::on_refile_timer(void* ctx) {
   auto& self = *static_cast<reflector*>(ctx);
   if (self.stopping_) return;
+  if (self.refile_waiting_ || self.refile_examined_ == 0) {  // a pass begins
+    self.refile_waiting_ = false;
+    self.refile_counted_at_ = self.index_.frequencies().counted;
+  }
   const matcher::index::maintenance m = self.index_.maintain(refile_budget);
   self.m_.refiled->add(m.moved);
   self.refile_examined_ += m.examined;
   self.refile_moved_ += m.moved;
-  uint64_t next = refile_tick_ms;  // the pass goes on
+  const bool moving = self.refile_moved_ * 100 > self.refile_examined_;
+  uint64_t next = moving ? refile_fast_ms : refile_tick_ms;  // the pass goes on
   if (m.pass_done || m.examined == 0) {
     if (m.pass_done) self.m_.refile_passes->add();
-    const bool moving = self.refile_moved_ * 100 > self.refile_examined_;
     self.refile_wait_ms_ = moving ? 1000 : std::min<uint64_t>(self.refile_wait_ms_ * 2, 60'000);
-    next = moving ? refile_tick_ms : self.refile_wait_ms_;
+    next = moving ? refile_fast_ms : self.refile_wait_ms_;
+    self.refile_waiting_ = !moving;
     self.refile_examined_ = 0;
     self.refile_moved_ = 0;
   }

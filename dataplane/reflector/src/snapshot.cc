@@ -129,4 +129,60 @@ std::string snapshot_path(const std::string& dir, uint32_t partition) {
   return fmt::format("{}/p-{:04}.lists", dir, partition);
 }
 
+namespace {
+constexpr char words_magic[4] = {'F', 'P', 'W', 'F'};
+constexpr uint32_t words_version = 1;
+constexpr size_t words_header_bytes = 4 + 4 + 8 + 8 + 4 + 4;
+}  // namespace
+
+void encode_word_frequencies(uint64_t through, uint64_t counted, uint32_t decay_cursor,
+                             const uint16_t* counters, size_t n, std::string& out) {
+  out.clear();
+  out.reserve(words_header_bytes + n * sizeof(uint16_t) + 8);
+  out.append(words_magic, 4);
+  put(words_version, out);
+  put(through, out);
+  put(counted, out);
+  put(decay_cursor, out);
+  put(uint32_t(n), out);
+  out.append(reinterpret_cast<const char*>(counters), n * sizeof(uint16_t));
+  put(uint64_t(XXH3_64bits(out.data(), out.size())), out);
+}
+
+bool decode_word_frequencies(std::string_view bytes, size_t max_counters, word_frequencies& out,
+                             std::string* error) {
+  auto fail = [&](std::string why) {
+    *error = std::move(why);
+    return false;
+  };
+  if (bytes.size() < words_header_bytes + 8) return fail("shorter than a header");
+  const std::string_view body = bytes.substr(0, bytes.size() - 8);
+  uint64_t sum = 0;
+  std::memcpy(&sum, bytes.data() + body.size(), 8);
+  if (sum != XXH3_64bits(body.data(), body.size())) return fail("checksum mismatch");
+  std::string_view in = body;
+  if (std::memcmp(in.data(), words_magic, 4) != 0) return fail("not a word frequencies file");
+  in.remove_prefix(4);
+  uint32_t v = 0, n = 0;
+  get(in, &v);
+  if (v != words_version)
+    return fail(fmt::format("version {} (this build reads {})", v, words_version));
+  get(in, &out.through);
+  get(in, &out.counted);
+  get(in, &out.decay_cursor);
+  get(in, &n);
+  if (n > max_counters) return fail(fmt::format("{} counters (at most {})", n, max_counters));
+  if (in.size() != size_t(n) * sizeof(uint16_t))
+    return fail(fmt::format("{} bytes of counters for {}", in.size(), n));
+  if (n != 0 && out.decay_cursor >= n)
+    return fail(fmt::format("decay cursor {} past {} counters", out.decay_cursor, n));
+  out.counters.resize(n);
+  if (n != 0) std::memcpy(out.counters.data(), in.data(), in.size());
+  return true;
+}
+
+std::string word_frequencies_path(const std::string& dir, uint32_t shard) {
+  return fmt::format("{}/shard-{:02}.words", dir, shard);
+}
+
 }  // namespace feedplane::reflector

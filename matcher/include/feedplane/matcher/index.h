@@ -142,6 +142,21 @@ class index {
   // Estimated occurrences of a folded word in the articles seen (decayed).
   uint32_t frequency(std::string_view word) const;
 
+  // The word frequencies as they stand (the sketch's counters, where its decay is, and
+  // how many articles it counted), to be kept across a restart: an index given them back
+  // before its adds files every clause by these counts, not at zero. Valid until the index
+  // is next used.
+  struct frequency_state {
+    std::span<const uint16_t> counters;
+    uint32_t decay_cursor = 0;
+    uint64_t counted = 0;  // articles counted (observe(), and match()'s one in k_sample)
+  };
+  frequency_state frequencies() const;
+  // Replaces the frequencies with saved ones and refreshes every word's snapshot (the
+  // filing of clauses already added changes only at maintain()). False, changing nothing,
+  // if the counters are not this build's sketch size or the cursor is out of range.
+  bool restore_frequencies(const frequency_state& saved);
+
   struct memory {
     size_t postings = 0;          // posting arrays, including unused capacity
     size_t vocabulary = 0;        // hash table, word entries, word text

@@ -115,4 +115,26 @@ class restored_lists {
 // "<dir>/p-0042.lists"
 std::string snapshot_path(const std::string& dir, uint32_t partition);
 
+// The index's word frequencies (matcher::index::frequencies), one file per shard, written
+// after each round of list snapshots and at a clean stop, and read at start-up before any
+// subscription is added: a restart then files every clause by the counts the last run had,
+// not at zero, and its index needs no upkeep pass to reach its old postings per article.
+//   "FPWF" u32 version(1) u64 through u64 counted u32 decay_cursor u32 n, n x u16, u64 XXH3.
+// `through`: the last article sequence counted (the replay does not count those again).
+// A file that fails any check is refused as a whole: the shard then counts the replay's
+// articles, as without a file; nothing depends on it but where clauses are filed.
+struct word_frequencies {
+  uint64_t through = 0;
+  uint64_t counted = 0;
+  uint32_t decay_cursor = 0;
+  std::vector<uint16_t> counters;
+};
+void encode_word_frequencies(uint64_t through, uint64_t counted, uint32_t decay_cursor,
+                             const uint16_t* counters, size_t n, std::string& out);
+// max_counters bounds what a file may claim (the sketch's size), checked before reserving.
+bool decode_word_frequencies(std::string_view bytes, size_t max_counters, word_frequencies& out,
+                             std::string* error);
+// "<dir>/shard-03.words"
+std::string word_frequencies_path(const std::string& dir, uint32_t shard);
+
 }  // namespace feedplane::reflector
