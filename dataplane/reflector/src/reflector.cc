@@ -840,13 +840,14 @@ class reflector final : public dataplane::component {
   // pass that re-filed more than 1% is followed by another at once, else the wait before
   // the next doubles, from 2 s up to a minute, and ends early once the sketch has counted
   // as many articles again as it had at the last pass's start (a fresh server's counts
-  // grow from nothing). A pass over 500,000 subscriptions takes 25-50 ms of CPU.
+  // grow from nothing); a pass is skipped while no article was counted since the last
+  // began. A pass over 500,000 subscriptions takes 25-50 ms of CPU.
   static void on_refile_timer(void* ctx);
   // Between passes: starts the next at once if the sketch counted as many articles again
-  // as it had when the last pass began.
+  // as it had when the last pass began (and at least 8: 64 articles).
   void wake_upkeep() {
     if (refile_waiting_ &&
-        index_.frequencies().counted >= std::max<uint64_t>(64, 2 * refile_counted_at_)) {
+        index_.frequencies().counted >= std::max<uint64_t>(8, 2 * refile_counted_at_)) {
       refile_waiting_ = false;
       s_.rt->loop().arm(refile_timer_, 1);
     }
@@ -859,10 +860,12 @@ class reflector final : public dataplane::component {
   uint64_t refile_wait_ms_ = 1000;
   size_t refile_examined_ = 0;  // this pass's, so far
   size_t refile_moved_ = 0;
-  bool refile_waiting_ = false;     // between passes
-  uint64_t refile_counted_at_ = 0;  // the sketch's articles counted when the last pass began
-  uint64_t words_through_ = 0;      // the restored words file counted the articles to here
-  uint64_t words_written_ = 0;      // last_seq_ when this run last wrote the words file
+  bool refile_waiting_ = false;  // between passes
+  // The sketch's articles counted when the last pass began (0 before the first: a sketch
+  // that counted nothing moves nothing).
+  uint64_t refile_counted_at_ = 0;
+  uint64_t words_through_ = 0;  // the restored words file counted the articles to here
+  uint64_t words_written_ = 0;  // last_seq_ when this run last wrote the words file
   std::string words_bytes_;
 
   // ---- weight feedback (issue 10) ----
@@ -2378,8 +2381,18 @@ void reflector::on_refile_timer(void* ctx) {
   auto& self = *static_cast<reflector*>(ctx);
   if (self.stopping_) return;
   if (self.refile_waiting_ || self.refile_examined_ == 0) {  // a pass begins
+    // Unless the index is empty, or no article was counted since the last began (or ever):
+    // the snapshots it took are the sketch's counts still, and every clause added since
+    // was filed by them, so nothing could move (a bulk creation's adds cost no passes).
+    const uint64_t counted = self.index_.frequencies().counted;
+    if (counted == self.refile_counted_at_ || self.index_.size() == 0) {
+      self.refile_wait_ms_ = std::min<uint64_t>(self.refile_wait_ms_ * 2, 60'000);
+      self.refile_waiting_ = true;
+      self.s_.rt->loop().arm(self.refile_timer_, self.refile_wait_ms_);
+      return;
+    }
     self.refile_waiting_ = false;
-    self.refile_counted_at_ = self.index_.frequencies().counted;
+    self.refile_counted_at_ = counted;
   }
   const matcher::index::maintenance m = self.index_.maintain(refile_budget);
   self.m_.refiled->add(m.moved);
