@@ -592,6 +592,18 @@ http_test::response stats_of_one_article_each(int port, const std::string& path)
   return r;
 }
 
+// 320 articles "everywhereword N" (N = 0..319), 40 a write: match() counts one in eight of
+// them into the word counts, as does a shard with no subscription.
+void write_everywhereword_articles(live_server& srv, const std::string& guid_prefix) {
+  for (int b = 0; b < 8; ++b) {
+    std::vector<rt::article_ref> batch;
+    for (int i = 0; i < 40; ++i)
+      batch.push_back(article(fmt::format("everywhereword {}", b * 40 + i),
+                              fmt::format("{}-{}-{}", guid_prefix, b, i), 0));
+    srv.write(std::move(batch));
+  }
+}
+
 // The index's upkeep on the shards: subscriptions made before the shards saw any article
 // are filed with every word count at zero, under the longer word ("everywhereword", which
 // every article then carries, not "tokio", which none does), so each article reads all of
@@ -614,15 +626,8 @@ TEST(reflector_live, the_index_upkeep_refiles_subscriptions_made_before_any_arti
   srv.write(refs(article("everywhereword" + filler, "before", 0)));
   r = stats_of_one_article_each(port, "/api/match-stats?min_words=15&max_words=60");
   EXPECT_EQ(shards_sum(r.body, "postings"), 40.0) << "each shard read all of its own\n" << r.body;
-  // Articles to count: match() samples one in eight into the word counts.
-  for (int b = 0; b < 8; ++b) {
-    std::vector<rt::article_ref> batch;
-    for (int i = 0; i < 40; ++i)
-      batch.push_back(article(fmt::format("everywhereword {}", b * 40 + i),
-                              fmt::format("warm-{}-{}", b, i), 0));
-    srv.write(std::move(batch));
-  }
-  // The next pass re-files all 40 (while nothing moves the wait doubles from 2 s).
+  write_everywhereword_articles(srv, "warm");
+  // The next pass re-files all 40 (it starts once the shard counted 8 of these articles).
   double refiled = 0;
   for (int i = 0; i < 600 && refiled < 40; ++i) {
     r = request(port, "GET", "/api/match-stats", "", admin);
@@ -682,13 +687,7 @@ TEST(reflector_live, a_restart_files_subscriptions_by_the_last_runs_word_counts)
     live_server srv(2, 0, rt::mesh_options{}, dir.path, tweak);
     const int port = srv.port();
     wait_ready(port, 2);
-    for (int b = 0; b < 8; ++b) {
-      std::vector<rt::article_ref> batch;
-      for (int i = 0; i < 40; ++i)
-        batch.push_back(article(fmt::format("everywhereword {}", b * 40 + i),
-                                fmt::format("early-{}-{}", b, i), 0));
-      srv.write(std::move(batch));
-    }
+    write_everywhereword_articles(srv, "early");
     std::string bulk;
     for (int i = 0; i < 39; ++i)
       bulk +=

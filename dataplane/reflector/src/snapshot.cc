@@ -31,6 +31,34 @@ bool get(std::string_view& in, T* v) {
   return true;
 }
 
+constexpr char words_magic[4] = {'F', 'P', 'W', 'F'};
+constexpr uint32_t words_version = 1;
+constexpr size_t words_header_bytes = 4 + 4 + 8 + 8 + 4 + 4;
+
+// Both file kinds end in an XXH3 of everything before it and start with a magic: checks
+// both and leaves `in` at the bytes after the magic, without the checksum; false with
+// *error saying why.
+bool open_file(std::string_view bytes, size_t header, const char (&kind)[4], const char* not_kind,
+               std::string_view& in, std::string* error) {
+  if (bytes.size() < header + 8) {
+    *error = "shorter than a header";
+    return false;
+  }
+  const std::string_view body = bytes.substr(0, bytes.size() - 8);
+  uint64_t sum = 0;
+  std::memcpy(&sum, bytes.data() + body.size(), 8);
+  if (sum != XXH3_64bits(body.data(), body.size())) {
+    *error = "checksum mismatch";
+    return false;
+  }
+  if (std::memcmp(body.data(), kind, 4) != 0) {
+    *error = not_kind;
+    return false;
+  }
+  in = body.substr(4);
+  return true;
+}
+
 }  // namespace
 
 void restored_lists::add(uint64_t id_hash, uint64_t identity, const uint64_t* seqs, size_t n) {
@@ -84,14 +112,8 @@ bool decode_partition_snapshot(std::string_view bytes, uint32_t partition, parti
     *error = std::move(why);
     return false;
   };
-  if (bytes.size() < header_bytes + 8) return fail("shorter than a header");
-  const std::string_view body = bytes.substr(0, bytes.size() - 8);
-  uint64_t sum = 0;
-  std::memcpy(&sum, bytes.data() + body.size(), 8);
-  if (sum != XXH3_64bits(body.data(), body.size())) return fail("checksum mismatch");
-  std::string_view in = body;
-  if (std::memcmp(in.data(), magic, 4) != 0) return fail("not a list snapshot");
-  in.remove_prefix(4);
+  std::string_view in;
+  if (!open_file(bytes, header_bytes, magic, "not a list snapshot", in, error)) return false;
   uint32_t v = 0, p = 0, count = 0;
   get(in, &v);
   get(in, &p);
@@ -129,12 +151,6 @@ std::string snapshot_path(const std::string& dir, uint32_t partition) {
   return fmt::format("{}/p-{:04}.lists", dir, partition);
 }
 
-namespace {
-constexpr char words_magic[4] = {'F', 'P', 'W', 'F'};
-constexpr uint32_t words_version = 1;
-constexpr size_t words_header_bytes = 4 + 4 + 8 + 8 + 4 + 4;
-}  // namespace
-
 void encode_word_frequencies(uint64_t through, uint64_t counted, uint32_t decay_cursor,
                              const uint16_t* counters, size_t n, std::string& out) {
   out.clear();
@@ -155,14 +171,9 @@ bool decode_word_frequencies(std::string_view bytes, size_t max_counters, word_f
     *error = std::move(why);
     return false;
   };
-  if (bytes.size() < words_header_bytes + 8) return fail("shorter than a header");
-  const std::string_view body = bytes.substr(0, bytes.size() - 8);
-  uint64_t sum = 0;
-  std::memcpy(&sum, bytes.data() + body.size(), 8);
-  if (sum != XXH3_64bits(body.data(), body.size())) return fail("checksum mismatch");
-  std::string_view in = body;
-  if (std::memcmp(in.data(), words_magic, 4) != 0) return fail("not a word frequencies file");
-  in.remove_prefix(4);
+  std::string_view in;
+  if (!open_file(bytes, words_header_bytes, words_magic, "not a word frequencies file", in, error))
+    return false;
   uint32_t v = 0, n = 0;
   get(in, &v);
   if (v != words_version)
