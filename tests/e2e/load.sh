@@ -6,15 +6,16 @@
 # duplicate, something expected) and its last line is the delivery line. feedplane is
 # restarted once after the subscriptions are loaded (the run goes on with the restarted
 # instance, so what a restart loads is what the delivery check reads), and the report must
-# give the restart time.
-#   load.sh FEEDPLANE FEEDS SUBSCRIPTIONS SECONDS SPEED
+# give the restart time. With --restart-during-run (the CI-sized run) it is restarted again
+# halfway through publishing, and the delivery check spans that restart too.
+#   load.sh FEEDPLANE FEEDS SUBSCRIPTIONS SECONDS SPEED [--restart-during-run]
 set -euo pipefail
-bin=$1 feeds=$2 subs=$3 secs=$4 speed=$5
+bin=$1 feeds=$2 subs=$3 secs=$4 speed=$5 during=${6:-}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 rc=0
 "$bin" load --feeds "$feeds" --subscriptions "$subs" --duration "$secs" --speed "$speed" \
-  --shards 2 --min-interval 2 --max-interval 10 --restarts 1 --out "$tmp/out" \
+  --shards 2 --min-interval 2 --max-interval 10 --restarts 1 $during --out "$tmp/out" \
   >"$tmp/stdout" 2>"$tmp/stderr" || rc=$?
 cat "$tmp/out/report.md" 2>/dev/null || true
 if [ "$rc" -ne 0 ]; then
@@ -31,6 +32,10 @@ echo "$last"
   { echo "FAIL: nothing expected or nothing delivered" >&2; exit 1; }
 grep -q "^- restarts with $subs subscriptions" "$tmp/out/report.md" ||
   { echo "FAIL: the report gives no restart time" >&2; exit 1; }
+if [ -n "$during" ]; then
+  grep -q "^- restart during publishing, at " "$tmp/out/report.md" ||
+    { echo "FAIL: the report gives no restart during publishing" >&2; exit 1; }
+fi
 grep -q "^- intra-network latency to the reflectors" "$tmp/out/report.md" ||
   { echo "FAIL: the report gives no fetch-to-lists latency (Figure 13)" >&2; exit 1; }
 # Figure 10: a row per step of the bulk load, every probe answered (-1 is a failed probe).

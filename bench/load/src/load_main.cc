@@ -26,6 +26,7 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -63,8 +64,9 @@ struct options {
   uint64_t seed = 1;
   double https_share = 0;  // the farm's share of HTTPS hosts (its CA goes into ca_file)
   std::string farm_bin, feedplane_bin;
-  uint32_t bulk_connections = 2;  // bulk requests in flight at once
-  uint32_t restarts = 0;          // restarts timed after the subscriptions are loaded
+  uint32_t bulk_connections = 2;    // bulk requests in flight at once
+  uint32_t restarts = 0;            // restarts timed after the subscriptions are loaded
+  bool restart_during_run = false;  // one more halfway through publishing
 };
 
 std::string self_dir() {
@@ -408,6 +410,20 @@ std::vector<std::pair<double, double>> histogram_delta(const std::string& start,
     }
   }
   return e;
+}
+
+// Adds the buckets of `more` to those of `into` with the same bound (two processes' deltas).
+void histogram_add(std::vector<std::pair<double, double>>& into,
+                   const std::vector<std::pair<double, double>>& more) {
+  if (into.empty()) {
+    into = more;
+    return;
+  }
+  for (auto& [le, cum] : into) {
+    for (const auto& [mle, mcum] : more) {
+      if (mle == le) cum += mcum;
+    }
+  }
 }
 
 // The upper bound of the bucket holding quantile q; -1 when nothing was observed.
@@ -815,30 +831,42 @@ int run(const options& o) {
   // start it again on the same data, and time exec to /readyz answering 200, which a shard
   // gives once it has loaded its subscriptions and re-matched the article log. The run
   // then goes on with the last instance.
-  std::vector<double> restart_s, restart_rss_mib;
-  for (uint32_t i = 0; i < o.restarts; ++i) {
+  // Restart number n: SIGTERM, start on the same data, until /readyz is 200; the seconds,
+  // or a negative value when it failed (said on stderr). The new URL goes to *url.
+  uint32_t restarts_done = 0;
+  const auto restart = [&](std::string* url) -> double {
+    const uint32_t n = ++restarts_done;
     fp.stop();
-    const std::string old_log = fmt::format("{}/feedplane.before-restart-{}.log", o.out, i + 1);
+    const std::string old_log = fmt::format("{}/feedplane.before-restart-{}.log", o.out, n);
     std::rename((o.out + "/feedplane.log").c_str(), old_log.c_str());
     const auto rt0 = clock_type::now();
     if (!fp.start(fp_args, o.out + "/feedplane.log", {"FEEDPLANE_ADMIN_TOKEN=" + token}, "http://",
                   &err)) {
-      fmt::print(stderr, "load: restart {}: {}\n", i + 1, err);
-      cleanup();
-      return 2;
+      fmt::print(stderr, "load: restart {}: {}\n", n, err);
+      return -1;
     }
-    base = fp.url;
+    *url = fp.url;
+    http rh;
+    std::string rbody;
     bool ready = false;
     for (int w = 0; w < 60'000 && !ready; ++w) {
-      ready = h.request("GET", base + "/readyz", "", "", "", body) == 200;
+      ready = rh.request("GET", *url + "/readyz", "", "", "", rbody) == 200;
       if (!ready) std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     if (!ready) {
-      fmt::print(stderr, "load: restart {}: /readyz never answered 200\n", i + 1);
+      fmt::print(stderr, "load: restart {}: /readyz never answered 200\n", n);
+      return -1;
+    }
+    return std::chrono::duration<double>(clock_type::now() - rt0).count();
+  };
+  std::vector<double> restart_s, restart_rss_mib;
+  for (uint32_t i = 0; i < o.restarts; ++i) {
+    const double took = restart(&base);
+    if (took < 0) {
       cleanup();
       return 2;
     }
-    restart_s.push_back(std::chrono::duration<double>(clock_type::now() - rt0).count());
+    restart_s.push_back(took);
     restart_rss_mib.push_back(feedplane::bench::rss_bytes(fp.pid) / 1048576.0);
     fmt::print(stderr, "load: restart {} with {} subscriptions: ready in {:.2f} s, {:.0f} MiB\n",
                i + 1, subs.size(), restart_s.back(), restart_rss_mib.back());
@@ -858,8 +886,18 @@ int run(const options& o) {
   std::string start_metrics, farm_start, farm_end, end_metrics;
   h.request("GET", base + "/metrics", "", "", "", start_metrics);
   h.request("GET", farm_base + "/_farm/stats", "", "", "", farm_start);
-  const auto cpu_start = thread_cpu(fp.pid);
+  auto cpu_start = thread_cpu(fp.pid);
   const auto farm_cpu_start = thread_cpu(farm.pid);
+  // With --restart-during-run, what the first process counted over its part of publishing
+  // (its scrapes and thread CPU at the start and at its stop): the report adds it to the
+  // second's, whose own counters start at zero.
+  std::string first_start_metrics, first_end_metrics;
+  std::map<std::string, double> first_cpu_start, first_cpu_end;
+  double mid_restart_s = -1, mid_restart_at = 0;
+  // The pollers read the URL under this lock (it changes at the restart) and wait while
+  // feedplane is down, so that no poll counts an outage as an error.
+  std::mutex base_mu;
+  std::atomic<bool> restarting{false};  // relaxed: a pause hint; the lock orders the URL
   // Pollers: P threads, each with its own connection, together polling at poll_rate, each
   // subscription's feed chosen at random and revalidated with its last ETag.
   struct poller_state {
@@ -883,9 +921,15 @@ int run(const options& o) {
       for (;;) {
         const double el = std::chrono::duration<double>(clock_type::now() - t0).count();
         if (el >= o.duration) break;
-        if (double(ps.polls) >= el * rate || subs.size() <= p) {
+        if (double(ps.polls) >= el * rate || subs.size() <= p ||
+            restarting.load(std::memory_order_relaxed)) {
           std::this_thread::sleep_for(std::chrono::milliseconds(2));
           continue;
+        }
+        std::string url;
+        {
+          std::lock_guard<std::mutex> g(base_mu);
+          url = base;
         }
         // A subscription of this poller's residue class (its ETag is this thread's alone).
         const size_t i =
@@ -893,7 +937,7 @@ int run(const options& o) {
         std::string etag;
         const auto p0 = clock_type::now();
         const long code =
-            ph.request("GET", base + feed_paths[i] + ".json", "", "", "", pbody, etags[i], &etag);
+            ph.request("GET", url + feed_paths[i] + ".json", "", "", "", pbody, etags[i], &etag);
         ps.ms.v.push_back(
             std::chrono::duration<double, std::milli>(clock_type::now() - p0).count());
         ++ps.polls;
@@ -911,9 +955,35 @@ int run(const options& o) {
     });
   }
   std::string status_line;
+  bool restart_failed = false;
   for (;;) {
     const double el = std::chrono::duration<double>(clock_type::now() - t0).count();
     if (el >= o.duration) break;
+    if (o.restart_during_run && mid_restart_s < 0 && !restart_failed && el >= o.duration / 2) {
+      // Halfway: stop feedplane while the farm publishes and start it again on the same
+      // data. The first process's counters end here; the second's start when it is ready.
+      restarting.store(true, std::memory_order_relaxed);
+      h.request("GET", base + "/metrics", "", "", "", first_end_metrics);
+      first_cpu_end = thread_cpu(fp.pid);
+      first_start_metrics = std::move(start_metrics);
+      first_cpu_start = std::move(cpu_start);
+      mid_restart_at = el;
+      std::string url;
+      mid_restart_s = restart(&url);
+      if (mid_restart_s < 0) {
+        restart_failed = true;
+        break;
+      }
+      {
+        std::lock_guard<std::mutex> g(base_mu);
+        base = url;
+      }
+      h.request("GET", base + "/metrics", "", "", "", start_metrics);
+      cpu_start = thread_cpu(fp.pid);
+      fmt::print(stderr, "\nload: restarted during the run at {:.0f} s: ready in {:.2f} s\n", el,
+                 mid_restart_s);
+      restarting.store(false, std::memory_order_relaxed);
+    }
     std::string m;
     h.request("GET", base + "/metrics", "", "", "", m);
     status_line = fmt::format("{} polls, {:.0f} articles sequenced",
@@ -922,7 +992,12 @@ int run(const options& o) {
     progress("run", el, o.duration, status_line);
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
   }
+  if (restart_failed) restarting.store(false, std::memory_order_relaxed);
   for (auto& t : pollers) t.join();
+  if (restart_failed) {
+    cleanup();
+    return 2;
+  }
   percentiles poll_ms;
   uint64_t polls = 0, polls_304 = 0, polls_err = 0;
   std::unordered_map<std::string, double> first_seen;
@@ -1194,6 +1269,14 @@ int run(const options& o) {
         (subscriptions_n == 0) ? 0.0 : median / (double(subscriptions_n) / 1e6),
         restart_rss_mib.back());
   }
+  if (mid_restart_s >= 0) {
+    rep << fmt::format(
+        "- restart during publishing, at {:.0f} s of {:.0f} (SIGTERM, start, until /readyz is "
+        "200; the farm went on publishing and the pollers waited): ready in {:.2f} s. Rates "
+        "and CPU below add both processes' parts; the exact tail and the upkeep are the "
+        "second's alone\n",
+        mid_restart_at, o.duration, mid_restart_s);
+  }
   rep << fmt::format("- entries published while running: {} (over {:.0f} s)\n", published,
                      publish_end - publish_start);
   rep << fmt::format(
@@ -1213,8 +1296,15 @@ int run(const options& o) {
       intra_ms.at(0.5), intra_ms.at(0.9), intra_ms.at(0.99), intra_ms.at(1.0));
   // Cobra's intra-network latency ends at the reflector: fetch to the matches in every
   // shard's lists, from the shards' histogram over publishing and the quiesce.
-  const auto delivered =
-      histogram_delta(start_metrics, final_metrics, "feedplane_reflector_delivered_seconds");
+  // The buckets observed over publishing and the quiesce, both processes' with a restart
+  // during the run.
+  const auto observed = [&](const std::string& name, const std::string& labels = {}) {
+    auto b = histogram_delta(start_metrics, final_metrics, name, labels);
+    if (!first_end_metrics.empty())
+      histogram_add(b, histogram_delta(first_start_metrics, first_end_metrics, name, labels));
+    return b;
+  };
+  const auto delivered = observed("feedplane_reflector_delivered_seconds");
   {
     std::vector<std::pair<double, double>> cdf;
     const double n = delivered.empty() ? 0 : delivered.back().second;
@@ -1247,7 +1337,12 @@ int run(const options& o) {
   // ---- the paper's figures: bandwidth per tier, conditional GET, memory, match, CPU ----
   const double run_s = std::max(publish_end - publish_start, 1e-3);
   const auto delta = [&](const std::string& name) {
-    return std::max(0.0, metric(end_metrics, name)) - std::max(0.0, metric(start_metrics, name));
+    double d =
+        std::max(0.0, metric(end_metrics, name)) - std::max(0.0, metric(start_metrics, name));
+    if (!first_end_metrics.empty())
+      d += std::max(0.0, metric(first_end_metrics, name)) -
+           std::max(0.0, metric(first_start_metrics, name));
+    return d;
   };
   const auto mbps = [&](double bytes) { return bytes * 8 / run_s / 1e6; };
   const auto fetches = [&](const char* result) {
@@ -1330,8 +1425,7 @@ int run(const options& o) {
   rep << "\n| article words | matches on a shard | p50 us | p99 us |\n| --- | --- | --- | --- |\n";
   for (const char* words : {"<=64", "<=256", "<=1024", ">1024"}) {
     const auto b =
-        histogram_delta(start_metrics, final_metrics, "feedplane_reflector_match_by_words_seconds",
-                        fmt::format("words=\"{}\",", words));
+        observed("feedplane_reflector_match_by_words_seconds", fmt::format("words=\"{}\",", words));
     const double n = b.empty() ? 0 : b.back().second;
     if (n <= 0) continue;
     rep << fmt::format("| {} | {:.0f} | <= {:.0f} | <= {:.0f} |\n", words, n,
@@ -1383,9 +1477,17 @@ int run(const options& o) {
   rep << "\n## CPU per tier over the publishing time\n\n"
          "| process / thread | CPU seconds | cores |\n| --- | --- | --- |\n";
   double shard_cpu = 0;
-  for (const auto& [name, end_s] : cpu_end) {
-    const auto it = cpu_start.find(name);
-    const double d = end_s - (it == cpu_start.end() ? 0 : it->second);
+  // Each thread kind's CPU over publishing: with a restart during the run, the first
+  // process's up to its stop and the second's from ready (its start-up is the restart's).
+  const auto used = [](const std::map<std::string, double>& from,
+                       const std::map<std::string, double>& to, const std::string& name) {
+    const auto e = to.find(name);
+    const auto b = from.find(name);
+    return (e == to.end() ? 0 : e->second) - (b == from.end() ? 0 : b->second);
+  };
+  for (const auto& kind : cpu_end) {
+    const std::string& name = kind.first;
+    const double d = used(cpu_start, cpu_end, name) + used(first_cpu_start, first_cpu_end, name);
     if (name == "shard") shard_cpu = d;
     rep << fmt::format("| feedplane {} | {:.2f} | {:.2f} |\n", name, d, d / run_s);
   }
@@ -1460,6 +1562,10 @@ int main(int argc, char** argv) {
   app.add_option("--restarts", o.restarts,
                  "restart feedplane this many times after loading subscriptions and report "
                  "the time until it is ready");
+  app.add_flag("--restart-during-run", o.restart_during_run,
+               "also restart feedplane halfway through publishing (the farm goes on, pollers "
+               "wait): the exact tail is then what a restart under load leaves, and the "
+               "delivery check spans the restart");
   app.add_option("--farm-bin", o.farm_bin, "feedplane-farm binary (default: beside this one)");
   app.add_option("--feedplane-bin", o.feedplane_bin, "feedplane binary (default: beside this one)");
   CLI11_PARSE(app, argc, argv);
