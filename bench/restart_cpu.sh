@@ -7,6 +7,7 @@
 # Run it alternately with two binaries to compare them (the VM's noise is large).
 #   bench/restart_cpu.sh FEEDPLANE DIR
 set -euo pipefail
+. "$(dirname "$0")/serve_port.sh"
 bin=$1 d=$2
 log=$(mktemp)
 pid=""
@@ -21,14 +22,15 @@ ready() {
   [[ $line == *" 200"* ]]
 }
 t0=$(date +%s.%N)
-"$bin" serve --listen 127.0.0.1:0 --data "$d/data" --config "$d/feedplane.toml" --no-pin >"$log" 2>&1 &
+# A load run's directory has the farm's pins: they keep the crawler's host names (real
+# names such as example.neocities.org) on loopback. Without them (restart_log.sh writes
+# its pins into its config instead) the crawler would ask the machine's resolver.
+pins=()
+[ -f "$d/pins.txt" ] && pins=(--resolve-file "$d/pins.txt")
+"$bin" serve --listen 127.0.0.1:0 --data "$d/data" --config "$d/feedplane.toml" "${pins[@]}" \
+  --no-pin >"$log" 2>&1 &
 pid=$!
-port=""
-while [ -z "$port" ]; do
-  port=$(grep -o 'listening on http://127.0.0.1:[0-9]*' "$log" | cut -d: -f3 || true)
-  kill -0 "$pid" || { cat "$log" >&2; exit 1; }
-  sleep 0.01
-done
+port=$(serve_port "$log" "$pid")
 until ready "$port" 2>/dev/null; do sleep 0.01; done
 t1=$(date +%s.%N)
 cpu=$(for t in /proc/$pid/task/*; do awk '{ c = ($14 + $15) / 100; if (c > 0) printf "%s %.2f  ", $2, c }' "$t/stat"; done)

@@ -8,6 +8,7 @@
 # written before 58ed6d3. The copy is made afresh each time, so runs can alternate binaries.
 #   [NOWORDS=1] bench/restart_first_pass.sh FEEDPLANE DIR
 set -euo pipefail
+. "$(dirname "$0")/serve_port.sh"
 bin=$1 d=$2
 work=$(mktemp -d)
 pid=""
@@ -22,12 +23,7 @@ t0=$(date +%s.%N)
 FEEDPLANE_ADMIN_TOKEN=$token "$bin" serve --listen 127.0.0.1:0 --data "$work/data" \
   --config "$d/feedplane.toml" --resolve-file "$d/pins.txt" --no-pin >"$work/log" 2>&1 &
 pid=$!
-port=""
-while [ -z "$port" ]; do
-  port=$(grep -o 'listening on http://127.0.0.1:[0-9]*' "$work/log" | cut -d: -f3 || true)
-  kill -0 "$pid" || { cat "$work/log" >&2; exit 1; }
-  sleep 0.01
-done
+port=$(serve_port "$work/log" "$pid")
 until [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/readyz")" = 200 ]; do
   sleep 0.01
 done
