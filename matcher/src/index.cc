@@ -760,7 +760,7 @@ struct index::impl {
   // match() counts the words of one article in k_sample (the counts only need to rank
   // words; the sketch's cache misses are a third of the per-word cost); observe() counts
   // every article it is given.
-  static constexpr uint32_t k_sample = 8;
+  static constexpr uint32_t k_sample = index::count_one_in;
 
   // Class K (count entries, room for capacity), whose guards start at e and rests at r:
   // scans it and moves e and r past the class.

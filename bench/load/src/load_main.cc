@@ -972,6 +972,7 @@ int run(const options& o) {
       mid_restart_s = restart(&url);
       if (mid_restart_s < 0) {
         restart_failed = true;
+        restarting.store(false, std::memory_order_relaxed);  // the pollers end at duration
         break;
       }
       {
@@ -992,7 +993,6 @@ int run(const options& o) {
     progress("run", el, o.duration, status_line);
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
   }
-  if (restart_failed) restarting.store(false, std::memory_order_relaxed);
   for (auto& t : pollers) t.join();
   if (restart_failed) {
     cleanup();

@@ -866,7 +866,6 @@ class reflector final : public dataplane::component {
   uint64_t refile_counted_at_ = 0;
   uint64_t words_through_ = 0;  // the restored words file counted the articles to here
   uint64_t words_written_ = 0;  // last_seq_ when this run last wrote the words file
-  std::string words_bytes_;
 
   // ---- weight feedback (issue 10) ----
   // Per source, the subscriptions of this shard its new articles matched since the last
@@ -1995,12 +1994,13 @@ void reflector::load_word_frequencies() {
 void reflector::write_word_frequencies() {
   if (!writer_ || last_seq_ == words_written_) return;
   const matcher::index::frequency_state f = index_.frequencies();
+  std::string bytes;  // moved to the writer: one copy of the sketch, not two
   encode_word_frequencies(last_seq_, f.counted, f.decay_cursor, f.counters.data(),
-                          f.counters.size(), words_bytes_);
+                          f.counters.size(), bytes);
   words_written_ = last_seq_;
   {
     std::lock_guard<std::mutex> g(writer_->mu);
-    writer_->queue.push_back({word_frequencies_path(snap_dir_, s_.rt->index()), words_bytes_});
+    writer_->queue.push_back({word_frequencies_path(snap_dir_, s_.rt->index()), std::move(bytes)});
     ++writer_->pending;
   }
   writer_->cv.notify_one();
@@ -2285,7 +2285,8 @@ void reflector::on_article(rt::shard&, const rt::article_ref& a) {
   if (index_.size() == 0) {
     // No subscription yet: the words are still counted, one article in eight as match()
     // does, so that the first subscriptions are filed by real counts.
-    if (seq % 8 == 0 && seq > words_through_) index_.observe(scoped_words(*a));
+    if (seq % matcher::index::count_one_in == 0 && seq > words_through_)
+      index_.observe(scoped_words(*a));
     return;
   }
   // Start-up, at or below what the snapshots hold: only the subscriptions they do not
@@ -2380,7 +2381,7 @@ void reflector::on_article(rt::shard&, const rt::article_ref& a) {
 void reflector::on_refile_timer(void* ctx) {
   auto& self = *static_cast<reflector*>(ctx);
   if (self.stopping_) return;
-  if (self.refile_waiting_ || self.refile_examined_ == 0) {  // a pass begins
+  if (self.refile_examined_ == 0) {  // a pass begins (nothing examined while waiting either)
     // Unless the index is empty, or no article was counted since the last began (or ever):
     // the snapshots it took are the sketch's counts still, and every clause added since
     // was filed by them, so nothing could move (a bulk creation's adds cost no passes).

@@ -111,6 +111,10 @@ class index {
   void reserve(uint32_t ids);
   size_t size() const { return subscriptions_; }
 
+  // match() counts the words of one article in count_one_in toward the frequencies (the
+  // counts only rank words); a caller that counts without matching does the same.
+  static constexpr uint32_t count_one_in = 8;
+
   // Matches one article; results replace what *out held. Also counts the article's words
   // toward the frequencies that choose filing words.
   void match(const article_view& a, match_result& out);
