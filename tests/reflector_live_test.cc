@@ -554,9 +554,46 @@ TEST(reflector_live, match_stats_count_the_live_articles_by_length) {
        {"\"index_us\": {\"p50\": ", "\"total_us\": {\"p50\": ", "\"index_cpu_us\": {\"p50\": ",
         "\"p99_over_p50\": ", "\"shard\": 1, \"articles\": 3,"})
     EXPECT_NE(r.body.find(part), std::string::npos) << part << "\n" << r.body;
+  // samples=1: each shard's samples themselves, oldest first, eight fields each; their
+  // work per article sums to the means the same answer gives.
+  r = request(port, "GET", "/api/match-stats?samples=1", "", admin);
+  ASSERT_EQ(r.status, 200) << r.body;
+  {
+    simdjson::dom::parser p;
+    simdjson::dom::element doc;
+    ASSERT_EQ(p.parse(r.body).get(doc), simdjson::SUCCESS) << r.body;
+    simdjson::dom::array fields, shards;
+    ASSERT_EQ(doc["sample_fields"].get_array().get(fields), simdjson::SUCCESS) << r.body;
+    EXPECT_EQ(fields.size(), 8u);
+    ASSERT_EQ(doc["shards"].get_array().get(shards), simdjson::SUCCESS);
+    for (simdjson::dom::element sh : shards) {
+      simdjson::dom::array samples;
+      ASSERT_EQ(sh["samples"].get_array().get(samples), simdjson::SUCCESS) << r.body;
+      ASSERT_EQ(samples.size(), 3u) << r.body;
+      uint64_t last_at = 0, postings = 0;
+      for (simdjson::dom::element one : samples) {
+        simdjson::dom::array f;
+        ASSERT_EQ(one.get_array().get(f), simdjson::SUCCESS);
+        ASSERT_EQ(f.size(), 8u);
+        const uint64_t at = f.at(0).get_uint64().value_unsafe();
+        EXPECT_GE(at, last_at) << "oldest first";
+        last_at = at;
+        EXPECT_GT(f.at(1).get_uint64().value_unsafe(), 0u) << "words";
+        EXPECT_GE(f.at(4).get_uint64().value_unsafe(), f.at(2).get_uint64().value_unsafe())
+            << "the whole match includes the index's";
+        postings += f.at(5).get_uint64().value_unsafe();
+      }
+      double mean = 0;
+      ASSERT_EQ(sh["postings"].get_double().get(mean), simdjson::SUCCESS);
+      EXPECT_NEAR(mean * 3, double(postings), 0.2) << r.body;
+      EXPECT_GT(postings, 0u) << "the articles' words have postings";
+    }
+  }
+  EXPECT_EQ(request(port, "GET", "/api/match-stats?samples=2", "", admin).status, 400);
   r = request(port, "GET", "/api/match-stats?min_words=100000", "", admin);
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_NE(r.body.find("\"articles\": 0,"), std::string::npos) << "no article that long";
+  EXPECT_EQ(r.body.find("\"samples\""), std::string::npos) << "only when asked";
   EXPECT_EQ(request(port, "GET", "/api/match-stats").status, 401);
   EXPECT_EQ(request(port, "GET", "/api/match-stats?min_words=x", "", admin).status, 400);
   EXPECT_EQ(request(port, "GET", "/api/match-stats?other=1", "", admin).status, 400);

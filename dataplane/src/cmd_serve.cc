@@ -267,6 +267,12 @@ void store_samples(const store::store& db, std::vector<runtime::metric_sample>& 
       metric_type::gauge, double(db.queue_depth()));
   add("feedplane_store_memtable_bytes", "Bytes in the store's memtables (every family)",
       metric_type::gauge, double(db.memtable_bytes()));
+  add("feedplane_store_background_jobs", "RocksDB flushes and compactions running now",
+      metric_type::gauge, double(s.background_jobs.load(std::memory_order_relaxed)));
+  add("feedplane_store_flushes_total", "RocksDB memtable flushes done since start",
+      metric_type::counter, double(s.flushes.load(std::memory_order_relaxed)));
+  add("feedplane_store_compactions_total", "RocksDB compactions done since start",
+      metric_type::counter, double(s.compactions.load(std::memory_order_relaxed)));
   add("feedplane_store_ring_full_waits_total",
       "Times the store waited for space in a shard's event or article ring", metric_type::counter,
       double(s.ring_full_waits.load(std::memory_order_relaxed)));

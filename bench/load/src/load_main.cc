@@ -1125,6 +1125,12 @@ int run(const options& o) {
     upkeep_passes = passes;
     refiled = moved;
   }
+  // Every sample itself (when, its work, what else the shard was doing), for a reader who
+  // wants to know what the slow articles have in common.
+  if (std::string samples;
+      h.request("GET", base + "/api/match-stats?samples=1", token, "", "", samples) == 200) {
+    std::ofstream(o.out + "/match-samples.json") << samples;
+  }
 
   // The truth log is whole: the farm stopped publishing before the quiesce, and flushes
   // after every publishing tick.

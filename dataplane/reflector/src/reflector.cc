@@ -676,7 +676,7 @@ class reflector final : public dataplane::component {
   matcher::index index_;
   matcher::match_result result_;
   // The last match_samples_max live articles' match times on this shard, for exact
-  // quantiles (GET /api/match-stats): a ring, 24 bytes per article.
+  // quantiles (GET /api/match-stats): a ring, 32 bytes per article.
   struct match_sample {
     uint32_t words = 0;
     uint32_t index_ns = 0;      // the index's match
@@ -684,7 +684,15 @@ class reflector final : public dataplane::component {
     uint32_t index_cpu_ns = 0;  // the index's match in this thread's CPU time (no preemption)
     uint32_t postings = 0;      // the index's work: posting entries read
     uint32_t candidates = 0;    // and entries checked beyond their filing word
+    uint32_t at_ms = 0;         // when, in ms since the shard's reflector started
+    uint32_t busy = 0;          // what else was under way (sample_upkeep, ...)
   };
+  // match_sample::busy: an upkeep pass, a round of list snapshots (serializing on the loop
+  // or writing on the writer thread), a scan of the article log's collection, a RocksDB
+  // flush or compaction.
+  static constexpr uint32_t sample_upkeep = 1, sample_snapshot = 2, sample_gc = 4, sample_store = 8;
+  static constexpr size_t sample_fields = 8;  // GET /api/match-stats?samples=1, per sample
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   static constexpr size_t match_samples_max = size_t(1) << 16;
   std::vector<match_sample> match_samples_;
   size_t match_samples_next_ = 0;
@@ -2482,8 +2490,26 @@ void reflector::observe_match(const rt::article& a, std::chrono::steady_clock::t
     match_samples_next_ = (match_samples_next_ + 1) % match_samples_max;
     const auto clamp32 = [](uint64_t v) { return uint32_t(std::min<uint64_t>(v, UINT32_MAX)); };
     const matcher::match_result::counters& work = result_.stats();
-    m = {clamp32(words),        clamp32(index_ns),      clamp32(ns),
-         clamp32(index_cpu_ns), clamp32(work.postings), clamp32(work.candidates)};
+    bool writing = snap_round_;
+    if (!writing && writer_ != nullptr) {
+      std::lock_guard<std::mutex> g(writer_->mu);  // uncontended but for the writer's turns
+      writing = writer_->pending != 0;
+    }
+    // Relaxed: a gauge read for diagnosis (store.h).
+    const bool store_busy =
+        s_.db != nullptr && s_.db->stats().background_jobs.load(std::memory_order_relaxed) != 0;
+    const uint32_t busy = (refile_examined_ != 0 ? sample_upkeep : 0) |
+                          (writing ? sample_snapshot : 0) | (gc_scan_ ? sample_gc : 0) |
+                          (store_busy ? sample_store : 0);
+    m = {clamp32(words),
+         clamp32(index_ns),
+         clamp32(ns),
+         clamp32(index_cpu_ns),
+         clamp32(work.postings),
+         clamp32(work.candidates),
+         clamp32(uint64_t(
+             std::chrono::duration_cast<std::chrono::milliseconds>(end - started_).count())),
+         busy};
   }
   // A replayed article was fetched by an earlier run: its latency is not this one's.
   if (replaying || a.meta().fetched_ms <= 0) return;
@@ -2938,21 +2964,31 @@ void reflector::match_time(net::request_context& ctx, net::http_response& r) {
 // the index's work per article (posting entries read, candidates checked: means) and its
 // upkeep since start (passes, clauses re-filed). Histograms in
 // /metrics have power-of-two buckets, too coarse to tell a tail within 3x of the median.
+// samples=1 adds each shard's samples themselves, oldest first, to find what the slow
+// articles have in common (their time, their work, what else the shard was doing).
 void reflector::match_stats(net::request_context& ctx, net::http_response& r) {
   if (!dataplane::require_admin(ctx, *s_.cfg, r)) return;
-  uint64_t lo = 0, hi = UINT32_MAX;
+  uint64_t lo = 0, hi = UINT32_MAX, with_samples = 0;
   for (const auto& q : ctx.query()) {
-    uint64_t* into = q.name == "min_words" ? &lo : q.name == "max_words" ? &hi : nullptr;
+    uint64_t* into = q.name == "min_words"   ? &lo
+                     : q.name == "max_words" ? &hi
+                     : q.name == "samples"   ? &with_samples
+                                             : nullptr;
     if (into == nullptr) {
       net::set_json_error(r, 400, "unknown_field",
-                          "unknown parameter (parameters: min_words, max_words)");
+                          "unknown parameter (parameters: min_words, max_words, samples)");
       return;
     }
     const auto [end, ec] = std::from_chars(q.value.data(), q.value.data() + q.value.size(), *into);
     if (ec != std::errc() || end != q.value.data() + q.value.size()) {
-      net::set_json_error(r, 400, "bad_value", "min_words and max_words are whole numbers");
+      net::set_json_error(r, 400, "bad_value",
+                          "min_words, max_words and samples are whole numbers");
       return;
     }
+  }
+  if (with_samples > 1) {
+    net::set_json_error(r, 400, "bad_value", "samples is 0 or 1");
+    return;
   }
   const uint32_t n = s_.rt->count();
   if (!every_shard_can_take(r)) return;
@@ -2961,6 +2997,7 @@ void reflector::match_stats(net::request_context& ctx, net::http_response& r) {
     std::vector<std::vector<uint64_t>> index_ns, total_ns, index_cpu_ns;  // by shard
     // By shard: the samples' summed postings and candidates, upkeep passes, clauses refiled.
     std::vector<std::vector<uint64_t>> work;
+    std::vector<std::vector<uint64_t>> samples;  // by shard: sample_fields per sample, flat
     call_ptr answer;
   };
   auto g = std::make_shared<gather>();
@@ -2969,6 +3006,7 @@ void reflector::match_stats(net::request_context& ctx, net::http_response& r) {
   g->total_ns.resize(n);
   g->index_cpu_ns.resize(n);
   g->work.assign(n, std::vector<uint64_t>(4, 0));
+  g->samples.resize(n);
   g->answer = answer_later(r);
   auto stats = [](std::vector<uint64_t>& v) {
     std::sort(v.begin(), v.end());
@@ -2985,12 +3023,13 @@ void reflector::match_stats(net::request_context& ctx, net::http_response& r) {
   for (uint32_t j = 0; j < n; ++j) {
     auto part = std::make_shared<call>();
     part->origin = s_.rt->index();
-    part->on_answer = [g, j, lo, hi, stats](reflector& me, call& got) {
-      if (got.seqs.size() == 4 && got.seqs[3].size() == 4) {
+    part->on_answer = [g, j, lo, hi, stats, with_samples](reflector& me, call& got) {
+      if (got.seqs.size() == 5 && got.seqs[3].size() == 4) {
         g->index_ns[j] = std::move(got.seqs[0]);
         g->total_ns[j] = std::move(got.seqs[1]);
         g->index_cpu_ns[j] = std::move(got.seqs[2]);
         g->work[j] = std::move(got.seqs[3]);
+        g->samples[j] = std::move(got.seqs[4]);
       }
       if (--g->waiting != 0) return;
       std::vector<uint64_t> all_index, all_total, all_cpu;
@@ -3004,32 +3043,52 @@ void reflector::match_stats(net::request_context& ctx, net::http_response& r) {
         const auto per_article = [count](uint64_t sum) {
           return count == 0 ? 0.0 : double(sum) / double(count);
         };
+        std::string samples;
+        if (with_samples != 0) {
+          samples = ",\n     \"samples\": [";
+          const std::vector<uint64_t>& v = g->samples[i];
+          for (size_t k = 0; k + sample_fields <= v.size(); k += sample_fields)
+            fmt::format_to(
+                std::back_inserter(samples), "{}[{}]", k == 0 ? "" : ",",
+                fmt::join(v.begin() + ptrdiff_t(k), v.begin() + ptrdiff_t(k + sample_fields), ","));
+          samples += "]";
+        }
         shards += fmt::format(
             "{}\n    {{\"shard\": {}, \"articles\": {}, \"index_us\": {}, \"postings\": "
-            "{:.1f}, \"candidates\": {:.1f}, \"upkeep_passes\": {}, \"refiled\": {}}}",
+            "{:.1f}, \"candidates\": {:.1f}, \"upkeep_passes\": {}, \"refiled\": {}{}}}",
             i == 0 ? "" : ",", i, count, stats(g->index_ns[i]), per_article(w[0]),
-            per_article(w[1]), w[2], w[3]);
+            per_article(w[1]), w[2], w[3], samples);
       }
       const size_t count = all_index.size();
       g->answer->status = 200;
       g->answer->body = fmt::format(
           "{{\"min_words\": {}, \"max_words\": {}, \"articles\": {},\n  \"index_us\": {},\n  "
-          "\"index_cpu_us\": {},\n  \"total_us\": {},\n  \"shards\": [{}\n  ]}}\n",
-          lo, hi, count, stats(all_index), stats(all_cpu), stats(all_total), shards);
+          "\"index_cpu_us\": {},\n  \"total_us\": {},{}\n  \"shards\": [{}\n  ]}}\n",
+          lo, hi, count, stats(all_index), stats(all_cpu), stats(all_total),
+          with_samples != 0
+              ? "\n  \"sample_fields\": [\"at_ms\", \"words\", \"index_ns\", "
+                "\"index_cpu_ns\", \"total_ns\", \"postings\", \"candidates\", \"busy\"],"
+              : "",
+          shards);
       me.finish(*g->answer);
     };
     start_call(
         j, part,
-        [lo, hi](reflector& o, const call_ptr& cp) {
-          cp->seqs.assign(4, {});
+        [lo, hi, with_samples](reflector& o, const call_ptr& cp) {
+          cp->seqs.assign(5, {});
           uint64_t postings = 0, candidates = 0;
-          for (const match_sample& m : o.match_samples_) {
+          const size_t total = o.match_samples_.size();
+          for (size_t k = 0; k < total; ++k) {  // oldest first
+            const match_sample& m = o.match_samples_[(o.match_samples_next_ + k) % total];
             if (m.words < lo || m.words > hi) continue;
             cp->seqs[0].push_back(m.index_ns);
             cp->seqs[1].push_back(m.total_ns);
             cp->seqs[2].push_back(m.index_cpu_ns);
             postings += m.postings;
             candidates += m.candidates;
+            if (with_samples != 0)
+              cp->seqs[4].insert(cp->seqs[4].end(), {m.at_ms, m.words, m.index_ns, m.index_cpu_ns,
+                                                     m.total_ns, m.postings, m.candidates, m.busy});
           }
           // This shard's own registry: its counters are its own since start.
           cp->seqs[3] = {postings, candidates, o.m_.refile_passes->value, o.m_.refiled->value};

@@ -6,6 +6,7 @@
 #include <rocksdb/db.h>
 #include <rocksdb/env.h>
 #include <rocksdb/file_system.h>
+#include <rocksdb/listener.h>
 #include <rocksdb/memtablerep.h>
 #include <rocksdb/options.h>
 #include <rocksdb/write_batch.h>
@@ -220,9 +221,32 @@ class stderr_logger final : public rocksdb::Logger {
   }
 };
 
+// Counts RocksDB's background work for store_stats. Relaxed: independent gauges and
+// counters, read for metrics and diagnosis; nothing is published through them.
+class background_counter final : public rocksdb::EventListener {
+ public:
+  explicit background_counter(store_stats& s) : s_(s) {}
+  void OnFlushBegin(rocksdb::DB*, const rocksdb::FlushJobInfo&) override { begin(); }
+  void OnFlushCompleted(rocksdb::DB*, const rocksdb::FlushJobInfo&) override {
+    end();
+    s_.flushes.fetch_add(1, std::memory_order_relaxed);
+  }
+  void OnCompactionBegin(rocksdb::DB*, const rocksdb::CompactionJobInfo&) override { begin(); }
+  void OnCompactionCompleted(rocksdb::DB*, const rocksdb::CompactionJobInfo&) override {
+    end();
+    s_.compactions.fetch_add(1, std::memory_order_relaxed);
+  }
+
+ private:
+  void begin() { s_.background_jobs.fetch_add(1, std::memory_order_relaxed); }
+  void end() { s_.background_jobs.fetch_sub(1, std::memory_order_relaxed); }
+  store_stats& s_;
+};
+
 rocksdb::Status store::impl::open_db(std::string* error) {
   rocksdb::Options o;
   o.info_log = std::make_shared<stderr_logger>();
+  o.listeners.push_back(std::make_shared<background_counter>(*stats));
   o.create_if_missing = true;
   o.create_missing_column_families = true;
   o.max_background_jobs = 2;

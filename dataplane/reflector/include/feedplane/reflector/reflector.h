@@ -22,7 +22,9 @@
 //   GET    /api/match-stats              admin token; ?min_words=&max_words= -> exact p50,
 //                                        p90, p99, p99.9 of the shards' last 65,536 live
 //                                        articles' match times (index alone in wall and
-//                                        thread CPU time, with appends)
+//                                        thread CPU time, with appends); &samples=1
+//                                        adds each sample (when, words, times, work,
+//                                        what else the shard and the store were doing)
 //   GET    /api/memory                   admin token; this shard's memory state (normal,
 //                                        tight or paused under reflector.memory_limit_mb),
 //                                        the process's resident bytes and the caches' bytes

@@ -160,6 +160,12 @@ struct store_stats {
   std::atomic<uint64_t> replay_last{0};
   std::atomic<uint64_t> replay_end{0};
   std::atomic<bool> streamed{false};  // start-up streaming done (for /readyz)
+  // RocksDB's flushes and compactions running now, and done since open (an event
+  // listener's counts, on RocksDB's threads). A flush or compaction streams tens of MiB
+  // through the caches the shards' indexes live in: a match that meets one is slower.
+  std::atomic<uint32_t> background_jobs{0};
+  std::atomic<uint64_t> flushes{0};
+  std::atomic<uint64_t> compactions{0};
   std::atomic<uint64_t> next_seq{1};  // the sequence the next article gets
   // The article log's collection (rt::gc_report): every article below gc_base is deleted
   // but articles_kept of them, which lists held.
