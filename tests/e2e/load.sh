@@ -47,6 +47,13 @@ grep -qE "^\| all \| [1-9][0-9]* \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|" "$tmp/out/
 # The index's upkeep ran on the shards (re-filing under the rarest word as counts move).
 grep -qE "^The index's upkeep .*: [1-9][0-9]* passes" "$tmp/out/report.md" ||
   { echo "FAIL: the report shows no pass of the index's upkeep" >&2; exit 1; }
+# Every sample itself (match-samples.json), read by bench/match_samples.py: every article
+# length, so the small runs' short articles count.
+here=$(cd "$(dirname "$0")" && pwd)
+python3 "$here/../../bench/match_samples.py" --min-words 0 --max-words 1000000 "$tmp/out" \
+  >"$tmp/samples" 2>&1 || { cat "$tmp/samples" >&2; echo "FAIL: match_samples.py" >&2; exit 1; }
+grep -qE "^$tmp/out: [1-9][0-9]* articles; wall p50 " "$tmp/samples" ||
+  { cat "$tmp/samples" >&2; echo "FAIL: no match samples in match-samples.json" >&2; exit 1; }
 for png in lag intra delivered poll memory match; do
   [ -s "$tmp/out/$png.png" ] || { echo "FAIL: no $png.png" >&2; exit 1; }
 done
