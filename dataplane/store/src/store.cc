@@ -223,6 +223,9 @@ class stderr_logger final : public rocksdb::Logger {
 
 // Counts RocksDB's background work for store_stats. Relaxed: independent gauges and
 // counters, read for metrics and diagnosis; nothing is published through them.
+// A compaction's end is reported whether it succeeded or not; a flush's only when it
+// succeeded, and a failed one as a background error of reason kFlush or kFlushNoWAL
+// (seen with a full disk at the clean stop's flush), which ends it here.
 class background_counter final : public rocksdb::EventListener {
  public:
   explicit background_counter(store_stats& s) : s_(s) {}
@@ -236,10 +239,22 @@ class background_counter final : public rocksdb::EventListener {
     end();
     s_.compactions.fetch_add(1, std::memory_order_relaxed);
   }
+  void OnBackgroundError(rocksdb::BackgroundErrorReason reason, rocksdb::Status*) override {
+    if (reason == rocksdb::BackgroundErrorReason::kFlush ||
+        reason == rocksdb::BackgroundErrorReason::kFlushNoWAL)
+      end();
+  }
 
  private:
   void begin() { s_.background_jobs.fetch_add(1, std::memory_order_relaxed); }
-  void end() { s_.background_jobs.fetch_sub(1, std::memory_order_relaxed); }
+  // Never below zero: an error without a counted begin (a flush that failed before it
+  // started) leaves the gauge as it is.
+  void end() {
+    uint32_t v = s_.background_jobs.load(std::memory_order_relaxed);
+    while (v != 0 &&
+           !s_.background_jobs.compare_exchange_weak(v, v - 1, std::memory_order_relaxed)) {
+    }
+  }
   store_stats& s_;
 };
 
