@@ -1088,11 +1088,17 @@ int run(const options& o) {
     std::string stats;
     simdjson::dom::parser tp;
     simdjson::dom::element te;
+    // The row of every article also brings every sample itself (when, its work, what else
+    // the shard was doing), kept for a reader who wants to know what the slow articles
+    // have in common (bench/match_samples.py).
+    const bool all = t.lo == 0 && t.hi == UINT32_MAX;
     if (h.request("GET",
-                  fmt::format("{}/api/match-stats?min_words={}&max_words={}", base, t.lo, t.hi),
+                  fmt::format("{}/api/match-stats?min_words={}&max_words={}{}", base, t.lo, t.hi,
+                              all ? "&samples=1" : ""),
                   token, "", "", stats) != 200 ||
         tp.parse(stats).get(te) != simdjson::SUCCESS)
       continue;
+    if (all) std::ofstream(o.out + "/match-samples.json") << stats;
     const auto read = [&](const char* part, double* out) {
       double v = 0;
       for (const auto& [i, k] : {std::pair{0, "p50"}, {1, "p99"}, {2, "p99_over_p50"}})
@@ -1124,12 +1130,6 @@ int run(const options& o) {
     }
     upkeep_passes = passes;
     refiled = moved;
-  }
-  // Every sample itself (when, its work, what else the shard was doing), for a reader who
-  // wants to know what the slow articles have in common.
-  if (std::string samples;
-      h.request("GET", base + "/api/match-stats?samples=1", token, "", "", samples) == 200) {
-    std::ofstream(o.out + "/match-samples.json") << samples;
   }
 
   // The truth log is whole: the farm stopped publishing before the quiesce, and flushes

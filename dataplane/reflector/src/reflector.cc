@@ -804,6 +804,12 @@ class reflector final : public dataplane::component {
   uint32_t snap_refresh_left_ = 0;
   net::timer snap_timer_;
   std::unique_ptr<snapshot_writer> writer_;
+  // Files queued or being written; the writer holds the lock only to swap its queue and
+  // count what it wrote, never across a write.
+  bool writer_pending() const {
+    std::lock_guard<std::mutex> g(writer_->mu);
+    return writer_->pending != 0;
+  }
   // The article log's collection (DESIGN.md 9; rt::gc_report): every article_gc_interval_s
   // a scan of every list, in slices, gathers the sequences below the recent window's first
   // (gc_bound_, fixed when the scan starts) that lists hold, and sends them to the store.
@@ -2118,12 +2124,7 @@ void reflector::on_snapshot_timer(void* ctx) {
   if (!self.snap_round_) {
     // A new round once the last one's files are written: a slow disk slows the rounds,
     // it never queues them up.
-    bool idle = false;
-    {
-      std::lock_guard<std::mutex> g(self.writer_->mu);
-      idle = self.writer_->pending == 0;
-    }
-    if (!idle) {
+    if (self.writer_pending()) {
       self.s_.rt->loop().arm(self.snap_timer_, 100);
       return;
     }
@@ -2490,11 +2491,7 @@ void reflector::observe_match(const rt::article& a, std::chrono::steady_clock::t
     match_samples_next_ = (match_samples_next_ + 1) % match_samples_max;
     const auto clamp32 = [](uint64_t v) { return uint32_t(std::min<uint64_t>(v, UINT32_MAX)); };
     const matcher::match_result::counters& work = result_.stats();
-    bool writing = snap_round_;
-    if (!writing && writer_ != nullptr) {
-      std::lock_guard<std::mutex> g(writer_->mu);  // uncontended but for the writer's turns
-      writing = writer_->pending != 0;
-    }
+    const bool writing = snap_round_ || (writer_ != nullptr && writer_pending());
     // Relaxed: a gauge read for diagnosis (store.h).
     const bool store_busy =
         s_.db != nullptr && s_.db->stats().background_jobs.load(std::memory_order_relaxed) != 0;
