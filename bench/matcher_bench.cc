@@ -2,8 +2,10 @@
 // 10k..10M subscriptions at 61, 250, 637 and 2000 words (Figure 10's axes), with the
 // plain-counting peer (Fabret's basic algorithm) and, at small sizes, the naive matcher in
 // the same run; at 1M and 10M and 61 words, the index again with the caches evicted before
-// each article (the slow tail); index bytes per subscription; inserts per second; the longest stall
-// a mutation or maintenance step causes; tokenizer bytes/s, Highway against scalar.
+// each article (the slow tail), and beside the warm rows the machine's own tail (a
+// register-only loop as long as the row's median, timed after each article); index bytes per
+// subscription; inserts per second; the longest stall a mutation or maintenance step causes;
+// tokenizer bytes/s, Highway against scalar.
 //
 // Every matcher's output is checked against the others before timing. Times are per
 // article from a pool of pre-tokenised articles (tokenising is measured separately: an
@@ -18,7 +20,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <ctime>
 #include <map>
 #include <memory>
 #include <string>
@@ -29,6 +30,7 @@
 #include "feedplane/matcher/naive.h"
 #include "feedplane/matcher/text.h"
 #include "feedplane/workload/workload.h"
+#include "machine_tail.h"
 
 namespace fm = feedplane::matcher;
 namespace fw = feedplane::workload;
@@ -44,11 +46,7 @@ double ns_since(clock_type::time_point t0) {
 // Per-sample times are this thread's CPU time, not wall time: the machine is shared with
 // other work, and a descheduled thread's wall time says nothing about the matcher. The
 // clock read costs about 0.1 us (a system call), included in every sample.
-double thread_cpu_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
-}
+using feedplane::bench::thread_cpu_ns;
 
 const fw::generator& gen() {
   static const fw::generator g(fw::vocabulary::english());
@@ -178,6 +176,7 @@ void report(benchmark::State& state, std::vector<double>& ns) {
   state.counters["median_us"] = p.median / 1e3;
   state.counters["p90_us"] = p.p90 / 1e3;
   state.counters["p99_us"] = p.p99 / 1e3;
+  state.counters["p99_per_median"] = p.p99 / p.median;
 }
 
 // ---- match time: index, plain counting, naive (which = 0, 1, 2) ----
@@ -189,6 +188,21 @@ void BM_match(benchmark::State& state, size_t n, size_t words, int which, filing
   fm::match_result r;
   std::vector<uint32_t> out;
   std::vector<double> ns;
+  // The tail rows (the index at 1M and more, 61 words) also time the machine's own tail
+  // (machine_tail.h) after each article, at the length of this row's median (measured
+  // first, untimed): its p99 / median is the tail this machine gives any code that long.
+  const bool floor = which == 0 && n >= 1000000 && words == 61;
+  uint64_t steps = 0, x = 1;
+  std::vector<double> floor_ns;
+  if (floor) {
+    for (size_t k = 0; k < 2 * pool.size(); ++k) {
+      const double t0 = thread_cpu_ns();
+      w.idx.match(pool[k % pool.size()], r);
+      ns.push_back(thread_cpu_ns() - t0);
+    }
+    steps = feedplane::bench::spin_steps_for(summarize(ns).median);
+    ns.clear();
+  }
   size_t i = 0, matches = 0, postings = 0, candidates = 0;
   for (auto _ : state) {
     const double t0 = thread_cpu_ns();
@@ -200,6 +214,11 @@ void BM_match(benchmark::State& state, size_t n, size_t words, int which, filing
       w.naive->match(pool[i], out);
     }
     ns.push_back(thread_cpu_ns() - t0);
+    if (floor) {
+      const double t1 = thread_cpu_ns();
+      x = feedplane::bench::spin(steps, x);
+      floor_ns.push_back(thread_cpu_ns() - t1);
+    }
     if (which == 0) {
       matches += r.ids().size();
       postings += r.stats().postings;
@@ -211,6 +230,13 @@ void BM_match(benchmark::State& state, size_t n, size_t words, int which, filing
     i = (i + 1) % pool.size();
   }
   report(state, ns);
+  if (floor) {
+    benchmark::DoNotOptimize(x);
+    const auto f = summarize(floor_ns);
+    state.counters["floor_median_us"] = f.median / 1e3;
+    state.counters["floor_p99_us"] = f.p99 / 1e3;
+    state.counters["floor_p99_per_median"] = f.p99 / f.median;
+  }
   const double k = static_cast<double>(ns.size());
   state.counters["matches"] = static_cast<double>(matches) / k;
   if (which != 2) state.counters["postings"] = static_cast<double>(postings) / k;

@@ -47,6 +47,12 @@ grep -qE "^\| all \| [1-9][0-9]* \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|" "$tmp/out/
 # The index's upkeep ran on the shards (re-filing under the rarest word as counts move).
 grep -qE "^The index's upkeep .*: [1-9][0-9]* passes" "$tmp/out/report.md" ||
   { echo "FAIL: the report shows no pass of the index's upkeep" >&2; exit 1; }
+# The machine's own tail beside it (bench/machine_tail.h): timed samples, p99 >= p50 > 0.
+[[ "$(grep "^The machine's own tail" "$tmp/out/report.md" || true)" =~ :\ ([0-9]+)\ samples,\ p50\ ([0-9.]+)\ us,\ p99\ ([0-9.]+)\ us ]] ||
+  { echo "FAIL: the report gives no machine's own tail" >&2; exit 1; }
+python3 -c "import sys; n, p50, p99 = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3]); sys.exit(0 if n >= 100 and 0 < p50 <= p99 else 1)" \
+  "${BASH_REMATCH[1]}" "${BASH_REMATCH[2]}" "${BASH_REMATCH[3]}" ||
+  { echo "FAIL: the machine's own tail: ${BASH_REMATCH[0]}" >&2; exit 1; }
 # Every sample itself (match-samples.json), read by bench/match_samples.py: every article
 # length, so the small runs' short articles count.
 here=$(cd "$(dirname "$0")" && pwd)

@@ -33,6 +33,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "../../machine_tail.h"
 #include "../../proc_stats.h"
 #include "feedplane/base/json.h"
 #include "feedplane/load/delivery.h"
@@ -67,6 +68,7 @@ struct options {
   uint32_t bulk_connections = 2;    // bulk requests in flight at once
   uint32_t restarts = 0;            // restarts timed after the subscriptions are loaded
   bool restart_during_run = false;  // one more halfway through publishing
+  double floor_us = 25;             // the machine's own tail at this length (0: not timed)
 };
 
 std::string self_dir() {
@@ -954,6 +956,24 @@ int run(const options& o) {
       }
     });
   }
+  // The machine's own tail over publishing (machine_tail.h): a register-only quantum of
+  // floor_us timed in this thread's CPU time every 2 ms, the limit the shards' CPU-time
+  // tail below is read against (anything that stretches it stretches a match as long).
+  std::vector<double> floor_ns;
+  std::thread floor_thread;
+  if (o.floor_us > 0) {
+    floor_thread = std::thread([&] {
+      const uint64_t quantum = feedplane::bench::spin_steps_for(o.floor_us * 1e3);
+      uint64_t x = 1;
+      while (std::chrono::duration<double>(clock_type::now() - t0).count() < o.duration) {
+        const double c0 = feedplane::bench::thread_cpu_ns();
+        x = feedplane::bench::spin(quantum, x);
+        floor_ns.push_back(feedplane::bench::thread_cpu_ns() - c0);
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      }
+      asm volatile("" : : "r"(x));  // the loop's result is used
+    });
+  }
   std::string status_line;
   bool restart_failed = false;
   for (;;) {
@@ -994,6 +1014,7 @@ int run(const options& o) {
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
   }
   for (auto& t : pollers) t.join();
+  if (floor_thread.joinable()) floor_thread.join();
   if (restart_failed) {
     cleanup();
     return 2;
@@ -1454,6 +1475,17 @@ int run(const options& o) {
         t.label, t.articles, t.index[0], t.index[1], t.index[2], t.cpu[0], t.cpu[1], t.cpu[2],
         t.total[0], t.total[1], t.total[2], t.postings, t.candidates);
   }
+  if (floor_ns.size() >= 100) {
+    std::sort(floor_ns.begin(), floor_ns.end());
+    const double p50 = floor_ns[floor_ns.size() / 2], p99 = floor_ns[floor_ns.size() * 99 / 100];
+    rep << fmt::format(
+        "\nThe machine's own tail, the limit for the CPU-time columns above (bench/"
+        "machine_tail.h: a register-only loop of {:.0f} us, no loads or stores, timed in a "
+        "driver thread's CPU time every 2 ms over publishing; what stretches it, interrupts "
+        "and time the hypervisor takes unseen, stretches a match as long): {} samples, "
+        "p50 {:.1f} us, p99 {:.1f} us, p99 / p50 {:.2f}.\n",
+        o.floor_us, floor_ns.size(), p50 / 1e3, p99 / 1e3, p99 / p50);
+  }
   rep << fmt::format(
       "\nThe index's upkeep (re-filing each clause under its rarest word as the word counts "
       "move): {} passes, {} clauses re-filed, shards summed, since the last start.\n",
@@ -1568,6 +1600,10 @@ int main(int argc, char** argv) {
   app.add_option("--restarts", o.restarts,
                  "restart feedplane this many times after loading subscriptions and report "
                  "the time until it is ready");
+  app.add_option("--floor-us", o.floor_us,
+                 "length of the register-only loop timed over publishing as the machine's own "
+                 "tail (0: none)")
+      ->check(CLI::Range(0.0, 10000.0));
   app.add_flag("--restart-during-run", o.restart_during_run,
                "also restart feedplane halfway through publishing (the farm goes on, pollers "
                "wait): the exact tail is then what a restart under load leaves, and the "
