@@ -959,7 +959,7 @@ int run(const options& o) {
   // The machine's own tail over publishing (machine_tail.h): a register-only quantum of
   // floor_us timed in this thread's CPU time every 2 ms, the limit the shards' CPU-time
   // tail below is read against (anything that stretches it stretches a match as long).
-  std::vector<double> floor_ns;
+  percentiles floor_ns;
   std::thread floor_thread;
   if (o.floor_us > 0) {
     floor_thread = std::thread([&] {
@@ -968,7 +968,7 @@ int run(const options& o) {
       while (std::chrono::duration<double>(clock_type::now() - t0).count() < o.duration) {
         const double c0 = feedplane::bench::thread_cpu_ns();
         x = feedplane::bench::spin(quantum, x);
-        floor_ns.push_back(feedplane::bench::thread_cpu_ns() - c0);
+        floor_ns.v.push_back(feedplane::bench::thread_cpu_ns() - c0);
         std::this_thread::sleep_for(std::chrono::milliseconds(2));
       }
       asm volatile("" : : "r"(x));  // the loop's result is used
@@ -1475,16 +1475,15 @@ int run(const options& o) {
         t.label, t.articles, t.index[0], t.index[1], t.index[2], t.cpu[0], t.cpu[1], t.cpu[2],
         t.total[0], t.total[1], t.total[2], t.postings, t.candidates);
   }
-  if (floor_ns.size() >= 100) {
-    std::sort(floor_ns.begin(), floor_ns.end());
-    const double p50 = floor_ns[floor_ns.size() / 2], p99 = floor_ns[floor_ns.size() * 99 / 100];
+  if (floor_ns.v.size() >= 100) {
+    const double p50 = floor_ns.at(0.5), p99 = floor_ns.at(0.99);
     rep << fmt::format(
         "\nThe machine's own tail, the limit for the CPU-time columns above (bench/"
         "machine_tail.h: a register-only loop of {:.0f} us, no loads or stores, timed in a "
         "driver thread's CPU time every 2 ms over publishing; what stretches it, interrupts "
         "and time the hypervisor takes unseen, stretches a match as long): {} samples, "
         "p50 {:.1f} us, p99 {:.1f} us, p99 / p50 {:.2f}.\n",
-        o.floor_us, floor_ns.size(), p50 / 1e3, p99 / 1e3, p99 / p50);
+        o.floor_us, floor_ns.v.size(), p50 / 1e3, p99 / 1e3, p99 / p50);
   }
   rep << fmt::format(
       "\nThe index's upkeep (re-filing each clause under its rarest word as the word counts "
