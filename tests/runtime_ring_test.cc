@@ -234,6 +234,44 @@ TEST(runtime_article, record_round_trips_and_bad_records_are_refused) {
   }
 }
 
+TEST(runtime_article, the_record_holds_strings_alone_and_the_first_format_still_reads) {
+  rt::article_builder b;
+  rt::article_ref a = make_article(b, 5);
+  ASSERT_TRUE(a);
+  // The record is the header and the strings: the words are tokenized again on decode.
+  size_t strings = 0;
+  for (std::string_view f :
+       {a->source_url(), a->guid(), a->title(), a->link(), a->author(), a->summary(), a->content()})
+    strings += f.size();
+  EXPECT_LT(a->record().size(), a->block().size());
+  EXPECT_LE(a->record().size(), strings + 256) << "more than the header and the strings";
+  std::string err;
+  rt::article_ref c = rt::article::decode(a->record(), &err);
+  ASSERT_TRUE(c) << err;
+  EXPECT_EQ(c->seq(), a->seq());
+  EXPECT_EQ(c->meta().source_id, a->meta().source_id);
+  EXPECT_EQ(c->block(), a->block()) << "decode rebuilds the very block freeze made";
+  // A record of the first format ("FRA1": the whole block) decodes to the same article,
+  // whose own record is then the new format's.
+  std::string whole(a->block());
+  ASSERT_EQ(whole.compare(0, 4, "FRA2"), 0);
+  whole.replace(0, 4, "FRA1");
+  rt::article_ref old = rt::article::decode(whole, &err);
+  ASSERT_TRUE(old) << err;
+  EXPECT_EQ(old->record(), a->record());
+  ASSERT_EQ(old->words().size(), a->words().size());
+  for (size_t i = 0; i < a->words().size(); ++i)
+    EXPECT_EQ(old->words().word(i), a->words().word(i));
+  int64_t ms = -1;
+  EXPECT_TRUE(rt::article::record_sequenced_ms(whole, &ms));
+  EXPECT_TRUE(rt::article::record_sequenced_ms(a->record(), &ms));
+  // A string reaching past the record's end is refused, not read.
+  std::string rec(a->record());
+  rec.resize(rec.size() - 1);
+  EXPECT_FALSE(rt::article::decode(rec, &err));
+  EXPECT_NE(err.find("length"), std::string::npos) << err;
+}
+
 TEST(runtime_article, an_article_too_large_to_read_back_is_not_frozen) {
   rt::article_builder b;
   b.title = "big";

@@ -8,7 +8,11 @@ namespace feedplane::runtime {
 
 namespace {
 
-constexpr uint32_t k_magic = 0x31415246;  // "FRA1": format of the durable record
+// Formats of the durable record. "FRA2": the header and the strings (record()); every
+// frozen block carries it. "FRA1" (before 2026-12-01): the whole block, words included;
+// decode() still reads it, and the block it makes carries "FRA2".
+constexpr uint32_t k_magic = 0x32415246;        // "FRA2"
+constexpr uint32_t k_magic_whole = 0x31415246;  // "FRA1"
 constexpr uint32_t k_max_bytes = article::max_bytes;
 
 // Live articles in the process. Relaxed: gauges for /metrics, nothing is read on the
@@ -91,6 +95,12 @@ matcher::article_view article::words() const {
 
 std::string_view article::record() const {
   constexpr size_t skip = offsetof(article, h_);
+  // The strings end where the folded words begin (freeze() lays them out so).
+  return {base() + skip, h_.folded.off - skip};
+}
+
+std::string_view article::block() const {
+  constexpr size_t skip = offsetof(article, h_);
   return {base() + skip, h_.total - skip};
 }
 
@@ -98,7 +108,7 @@ bool article::record_sequenced_ms(std::string_view rec, int64_t* ms) {
   if (rec.size() < sizeof(header)) return false;
   header h;
   std::memcpy(&h, rec.data(), sizeof(header));
-  if (h.magic != k_magic) return false;
+  if (h.magic != k_magic && h.magic != k_magic_whole) return false;
   *ms = h.sequenced_ms;
   return true;
 }
@@ -112,7 +122,32 @@ article_ref article::decode(std::string_view rec, std::string* error) {
   if (rec.size() < sizeof(header)) return fail("article record shorter than its header");
   header h;
   std::memcpy(&h, rec.data(), sizeof(header));
-  if (h.magic != k_magic) return fail("article record has an unknown format");
+  if (h.magic == k_magic) {
+    // The header and the strings: the strings checked in bounds, then frozen again by
+    // the thread's builder, which tokenizes them as the crawling shard's did.
+    const size_t end = rec.size() + skip;
+    if (end > k_max_bytes || h.folded.off != end) {
+      return fail("article record length does not match its header");
+    }
+    for (const span32& s : h.strings) {
+      if (s.off < sizeof(article) || uint64_t{s.off} + s.len > end) {
+        return fail("article record has a string out of bounds");
+      }
+    }
+    thread_local article_builder b;
+    std::string* strs[f_strings] = {&b.source_url, &b.guid,    &b.title,  &b.link,
+                                    &b.author,     &b.summary, &b.content};
+    for (uint32_t f = 0; f < f_strings; ++f) {
+      strs[f]->assign(rec.data() + (h.strings[f].off - skip), h.strings[f].len);
+    }
+    b.meta = h.meta;
+    article_ref a = b.freeze();
+    if (!a) return fail("article record's words would exceed the size limit");
+    a.a_->h_.seq = h.seq;
+    a.a_->h_.sequenced_ms = h.sequenced_ms;
+    return a;
+  }
+  if (h.magic != k_magic_whole) return fail("article record has an unknown format");
   if (h.total != rec.size() + skip || h.total > k_max_bytes) {
     return fail("article record length does not match its header");
   }
@@ -133,6 +168,7 @@ article_ref article::decode(std::string_view rec, std::string* error) {
   }
   article* a = allocate(total);
   std::memcpy(reinterpret_cast<char*>(a) + skip, rec.data(), rec.size());
+  a->h_.magic = k_magic;  // its record() is the new format's
   article_ref ref(a);
   // The arrays are in bounds; their contents must be too before matching trusts them.
   const uint32_t* bounds = reinterpret_cast<const uint32_t*>(a->base() + h.bounds_off);

@@ -5,9 +5,14 @@
 //
 // Layout: a fixed header, then every variable part at an offset inside the same block
 // (strings, the folded words and their begin/end pairs, word hashes, the distinct-word
-// arrays). Offsets, not pointers: the block minus its reference count is also the
-// article's durable record (record()), so the store writes it as is and decode() checks
-// every offset before trusting a record read back from disk.
+// arrays). Offsets, not pointers. The durable record (record()) is the block's prefix
+// after the reference count: the header and the strings, which the store writes as is.
+// The words are not in it: decode() tokenizes the strings again, as freeze() did. They
+// were ~70% of a record's bytes (~3.3 KB per article of the farm's feeds, ~1 KB without),
+// which every article paid in the WAL's checksum, the memtable, the flush, compaction and
+// the disk, against a few microseconds of tokenizing per article read back (a restart's
+// replay, a list's article past the cache). decode() also reads the records of the first
+// format ("FRA1", before 2026-12-01), which held the whole block, words included.
 //
 // Lifetime: article_ref is an intrusive reference. The crawling shard's reference moves
 // to the store; the store copies one reference per shard into the article rings and drops
@@ -104,10 +109,15 @@ class article {
   // ---- size and durable form ----
   static constexpr uint32_t max_bytes = 64u << 20;
   size_t bytes() const { return h_.total; }  // the whole allocation
-  // The durable record: the block after the reference count, to store as is.
+  // The durable record: the header and the strings (the block's prefix after the
+  // reference count), to store as is.
   std::string_view record() const;
-  // Checks a record read back from the store and rebuilds the article. Returns an empty
-  // reference and sets *error when the record is malformed.
+  // The whole block after the reference count, words included: what the first format
+  // ("FRA1") stored. For tests of decode()'s reading of it.
+  std::string_view block() const;
+  // Checks a record read back from the store and rebuilds the article (its words
+  // tokenized again from its strings). Returns an empty reference and sets *error when
+  // the record is malformed. Reads both formats.
   static article_ref decode(std::string_view record, std::string* error);
   // A record's sequencing time (sequenced_ms) read from its header alone; false when the
   // record is too short or not an article record.
