@@ -201,6 +201,31 @@ bool wait_for(P pred, std::chrono::milliseconds limit = 20s) {
   return true;
 }
 
+// The store's RocksDB opened directly (the store closed), to edit what a test needs.
+struct raw_db {
+  std::vector<std::string> names;
+  std::vector<rocksdb::ColumnFamilyHandle*> hs;
+  rocksdb::DB* db = nullptr;
+  explicit raw_db(const std::string& dir) {
+    rocksdb::Options o;
+    EXPECT_TRUE(rocksdb::DB::ListColumnFamilies(o, dir, &names).ok());
+    std::vector<rocksdb::ColumnFamilyDescriptor> descs;
+    descs.reserve(names.size());
+    for (auto& name : names) descs.emplace_back(name, rocksdb::ColumnFamilyOptions());
+    EXPECT_TRUE(rocksdb::DB::Open(o, dir, descs, &hs, &db).ok());
+  }
+  rocksdb::ColumnFamilyHandle* cf(std::string_view name) const {
+    for (size_t i = 0; i < names.size(); ++i)
+      if (names[i] == name) return hs[i];
+    ADD_FAILURE() << "no column family " << name;
+    return hs.empty() ? nullptr : hs[0];
+  }
+  ~raw_db() {
+    for (auto* h : hs) db->DestroyColumnFamilyHandle(h).PermitUncheckedError();
+    delete db;
+  }
+};
+
 std::unique_ptr<st::store> open_store(const std::string& dir, std::vector<st::store_port> ports,
                                       std::shared_ptr<rocksdb::FileSystem> fs = nullptr,
                                       uint64_t replay_from = 0, uint32_t group_commit_us = 0,
@@ -967,28 +992,54 @@ TEST(store, a_newer_format_version_is_refused_with_a_clear_error) {
     ASSERT_NE(open_store(d.path, ports_of(shards)), nullptr);
   }
   {
-    std::vector<std::string> names;
-    rocksdb::Options o;
-    ASSERT_TRUE(rocksdb::DB::ListColumnFamilies(o, d.path, &names).ok());
-    std::vector<rocksdb::ColumnFamilyDescriptor> descs;
-    descs.reserve(names.size());
-    for (auto& name : names) descs.emplace_back(name, rocksdb::ColumnFamilyOptions());
-    std::vector<rocksdb::ColumnFamilyHandle*> hs;
-    rocksdb::DB* db = nullptr;
-    ASSERT_TRUE(rocksdb::DB::Open(o, d.path, descs, &hs, &db).ok());
-    size_t meta = 0;
-    for (size_t i = 0; i < names.size(); ++i)
-      if (names[i] == "meta") meta = i;
-    ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), hs[meta], "format_version", be64(99)).ok());
-    for (auto* h : hs) db->DestroyColumnFamilyHandle(h).PermitUncheckedError();
-    delete db;
+    raw_db r(d.path);
+    ASSERT_TRUE(r.db->Put(rocksdb::WriteOptions(), r.cf("meta"), "format_version", be64(99)).ok());
   }
   auto shards = make_stand_ins(1);
   st::store_options o;
   o.dir = d.path;
   std::string err;
   EXPECT_EQ(st::store::open(o, ports_of(shards), nullptr, &err), nullptr);
-  EXPECT_NE(err.find("format version 99, newer than this binary's (1)"), std::string::npos) << err;
+  EXPECT_NE(err.find("format version 99, newer than this binary's (2)"), std::string::npos) << err;
+}
+
+// A store written by a version-1 binary (article records holding the whole block) opens:
+// its articles read, and its version becomes 2, so a version-1 binary refuses it from
+// then on (this binary writes records that one cannot read).
+TEST(store, a_version_1_store_opens_as_version_2_and_its_articles_read) {
+  temp_dir d;
+  {
+    auto shards = make_stand_ins(1);
+    ASSERT_NE(open_store(d.path, ports_of(shards)), nullptr);
+  }
+  rt::article_builder b;
+  b.meta.source_id = 3;
+  b.title = "Written by a version one binary";
+  b.summary = "<p>its record is the whole block</p>";
+  rt::article_ref a = b.freeze();
+  ASSERT_TRUE(a);
+  a.mutable_get()->set_seq(1, 1'000);
+  std::string whole(a->block());
+  whole.replace(0, 4, "FRA1");
+  {
+    raw_db r(d.path);
+    ASSERT_TRUE(r.db->Put(rocksdb::WriteOptions(), r.cf("articles"), be64(1), whole).ok());
+    ASSERT_TRUE(r.db->Put(rocksdb::WriteOptions(), r.cf("meta"), "format_version", be64(1)).ok());
+  }
+  {
+    auto shards = make_stand_ins(1);
+    auto store = open_store(d.path, ports_of(shards));
+    ASSERT_NE(store, nullptr);
+    std::string err;
+    rt::article_ref back = store->read_article(1, &err);
+    ASSERT_TRUE(back) << err;
+    EXPECT_EQ(back->title(), a->title());
+    EXPECT_EQ(back->block(), a->block());
+  }
+  raw_db r(d.path);
+  std::string v;
+  ASSERT_TRUE(r.db->Get(rocksdb::ReadOptions(), r.cf("meta"), "format_version", &v).ok());
+  EXPECT_EQ(v, be64(st::store_format_version));
 }
 
 // The start-up replay begins where the shards' needs and the recent window say, never
@@ -1172,23 +1223,10 @@ TEST(store, a_replayed_article_under_another_sequence_fails_the_store) {
   }
   {
     // Article 1's record copied under key 2: a replay must not apply it as article 2.
-    std::vector<std::string> names;
-    rocksdb::Options o;
-    ASSERT_TRUE(rocksdb::DB::ListColumnFamilies(o, d.path, &names).ok());
-    std::vector<rocksdb::ColumnFamilyDescriptor> descs;
-    descs.reserve(names.size());
-    for (auto& name : names) descs.emplace_back(name, rocksdb::ColumnFamilyOptions());
-    std::vector<rocksdb::ColumnFamilyHandle*> hs;
-    rocksdb::DB* db = nullptr;
-    ASSERT_TRUE(rocksdb::DB::Open(o, d.path, descs, &hs, &db).ok());
-    size_t articles = 0;
-    for (size_t i = 0; i < names.size(); ++i)
-      if (names[i] == "articles") articles = i;
+    raw_db r(d.path);
     std::string rec;
-    ASSERT_TRUE(db->Get(rocksdb::ReadOptions(), hs[articles], be64(1), &rec).ok());
-    ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), hs[articles], be64(2), rec).ok());
-    for (auto* h : hs) db->DestroyColumnFamilyHandle(h).PermitUncheckedError();
-    delete db;
+    ASSERT_TRUE(r.db->Get(rocksdb::ReadOptions(), r.cf("articles"), be64(1), &rec).ok());
+    ASSERT_TRUE(r.db->Put(rocksdb::WriteOptions(), r.cf("articles"), be64(2), rec).ok());
   }
   auto shards = make_stand_ins(1);
   auto store = open_store(d.path, ports_of(shards), nullptr, 1);

@@ -328,8 +328,7 @@ rocksdb::Status store::impl::open_db(std::string* error) {
   db.reset(raw);
   for (size_t k = 0; k < k_kinds; ++k) cf[k] = handles[k + 1];
 
-  // Format version: absent in a new database (write it), newer refused, older migrated
-  // (version 1 is the first: nothing to migrate yet).
+  // Format version: absent in a new database (write it), newer refused, older migrated.
   rocksdb::WriteBatch init;
   std::string v;
   rocksdb::ColumnFamilyHandle* meta = cf[size_t(rt::kind::meta)];
@@ -353,7 +352,14 @@ rocksdb::Status store::impl::open_db(std::string* error) {
       *error = "the store in " + opt.dir + " has an unreadable format version";
       return rocksdb::Status::Corruption(*error);
     }
-    // found < store_format_version: migrations go here, oldest first.
+    // Migrations, oldest first. 1 -> 2: nothing to rewrite (article::decode reads version
+    // 1's records), but this binary writes records a version-1 binary cannot read, so the
+    // version moves now and such a binary refuses the store at open, not at its replay.
+    if (found < store_format_version) {
+      char b[8];
+      put_be64(store_format_version, b);
+      init.Put(meta, slice(k_format_key), rocksdb::Slice(b, 8)).PermitUncheckedError();
+    }
   }
 
   // The next sequence: stored with every group; cross-checked with the last article key

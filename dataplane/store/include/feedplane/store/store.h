@@ -54,8 +54,10 @@ enum class store_errc : int32_t {
 std::string_view store_errc_name(store_errc e);
 std::string_view store_errc_message(store_errc e);
 
-// The on-disk format this binary writes; open() refuses a newer one.
-inline constexpr uint32_t store_format_version = 1;
+// The on-disk format this binary writes; open() refuses a newer one and marks an older one
+// as this version (each migration is a step of open()). 2: article records are their
+// header and strings (runtime/article.h); version 1's whole-block records still read.
+inline constexpr uint32_t store_format_version = 2;
 
 struct store_options {
   std::string dir;  // created if missing
