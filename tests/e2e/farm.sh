@@ -210,8 +210,11 @@ done
 "$py" - "$tmp/truth.jsonl" "$busy" "$tmp/busy" <<'PY' || fail "a published entry is not in both the feed and the truth log"
 import json, sys, time
 truth, url, doc = sys.argv[1:]
-# The farm is still publishing: its last line may be half-written, so read whole lines only.
-lines = [json.loads(l) for l in open(truth) if l.endswith("\n")]
+# The farm is still publishing and its stdio buffer can end mid-line, so read the file in
+# one go and drop the piece after its last newline: iterating lines of a growing file can
+# yield a line's head at the moment's end of file and then its tail as a "line" of its own.
+text = open(truth).read()
+lines = [json.loads(l) for l in text[: text.rfind("\n") + 1].splitlines() if l]
 assert sum(l["kind"] == "start" for l in lines) == 1
 logged = {e["guid"]: e for e in lines if e["kind"] == "entry" and e["url"] == url}
 if url.endswith(".json"):
