@@ -108,12 +108,18 @@ class Page:
             f.write(png)
 
 
-profile = tempfile.mkdtemp()
+# Chromium puts its singleton socket under TMPDIR (org.chromium.Chromium.*), outside the
+# profile: point TMPDIR into the scratch directory so that the test leaves nothing behind.
+scratch = tempfile.mkdtemp()
+profile = os.path.join(scratch, "profile")
+os.mkdir(profile)
+os.mkdir(os.path.join(scratch, "tmp"))
 browser = subprocess.Popen(
     ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
      "--disable-component-update", "--no-first-run", "--remote-debugging-port=0",
      f"--user-data-dir={profile}", "--window-size=1100,1400", "about:blank"],
-    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    env=dict(os.environ, TMPDIR=os.path.join(scratch, "tmp")))
 try:
     devtools = None
     for line in browser.stderr:
@@ -174,4 +180,4 @@ try:
 finally:
     browser.kill()
     browser.wait()
-    shutil.rmtree(profile, ignore_errors=True)
+    shutil.rmtree(scratch, ignore_errors=True)
