@@ -1,7 +1,8 @@
 // The subscriptions' memtable (store/memtable.h) against its peer, RocksDB's own vector
 // memtable (VectorRepFactory, what the store used before): the flush of a memtable of N
 // subscription records, which sorts it and writes it as a table file, and the inserts
-// that fill it (the store thread's share). bench/RESULTS.md, "## store".
+// that fill it (the store thread's share); and, for the crawler's families, against
+// RocksDB's default skip list (BM_crawl_memtable). bench/RESULTS.md, "## store".
 //
 // Each repetition opens a fresh RocksDB (FEEDPLANE_STORE_BENCH_DIR, default
 // /var/tmp/feedplane-store-bench), writes N records shaped like the reflector's: keys
@@ -21,10 +22,12 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "feedplane/store/memtable.h"
 
@@ -115,6 +118,91 @@ BENCHMARK(BM_memtable_flush)
     ->ArgNames({"ours", "records"})
     ->Args({0, 100'000})
     ->Args({1, 100'000})
+    ->Iterations(1)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
+// The crawler's families (kind::crawl) on ours against RocksDB's default skip list (what
+// they used before): each changed feed rewrites its source's record, at a random one of
+// `sources` keys (8 bytes big-endian, a domain id above a feed's number, as
+// crawler/records.h keys them), 400-byte values, ten records per write (a store group
+// under a crawl), until the memtable holds 100,000. insert_ns is the store thread's share
+// (the skip list's search for each record's place), flush_ns the flush thread's (ours
+// sorts there); their sum is what each record costs in all. Read back and counted (the
+// newest value of every key written) before the figure is kept.
+void BM_crawl_memtable(benchmark::State& state) {
+  const bool ours = state.range(0) == 1;
+  const size_t sources = size_t(state.range(1));
+  const size_t n = 100'000;
+  const std::string dir = bench_dir();
+  double insert_s = 0, flush_s = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    rocksdb::Options o;
+    o.create_if_missing = true;
+    o.allow_concurrent_memtable_write = false;
+    o.write_buffer_size = size_t{2} << 30;
+    o.max_write_buffer_number = 2;
+    if (ours) o.memtable_factory = feedplane::store::make_prefix_vector_memtable();
+    rocksdb::DB* raw = nullptr;
+    if (!rocksdb::DB::Open(o, dir, &raw).ok()) {
+      state.SkipWithError("cannot open RocksDB");
+      break;
+    }
+    std::unique_ptr<rocksdb::DB> db(raw);
+    std::mt19937_64 rng(7);
+    std::vector<uint64_t> ids(sources);
+    for (uint64_t& id : ids) id = (rng() & 0xffff'ffff'0000'0000ull) | (rng() & 0xffff);
+    std::string value(400, 'v');
+    rocksdb::WriteOptions wo;
+    wo.disableWAL = true;
+    rocksdb::WriteBatch batch;
+    std::vector<bool> written(sources, false);
+    const auto t0 = std::chrono::steady_clock::now();
+    for (size_t i = 0; i < n; ++i) {
+      const size_t j = size_t(rng() % sources);
+      written[j] = true;
+      char key[8];
+      for (int b = 0; b < 8; ++b) key[b] = char(uint8_t(ids[j] >> (56 - 8 * b)));
+      std::memcpy(value.data(), &i, sizeof i);  // each version its own bytes
+      batch.Put(rocksdb::Slice(key, 8), value).PermitUncheckedError();
+      if (batch.Count() == 10 || i + 1 == n) {
+        if (!db->Write(wo, &batch).ok()) state.SkipWithError("write failed");
+        batch.Clear();
+      }
+    }
+    const auto t1 = std::chrono::steady_clock::now();
+    state.ResumeTiming();
+    const rocksdb::Status s = db->Flush(rocksdb::FlushOptions());
+    state.PauseTiming();
+    const auto t2 = std::chrono::steady_clock::now();
+    if (!s.ok()) state.SkipWithError("flush failed");
+    size_t count = 0, want = 0;
+    for (bool w : written) want += w ? 1 : 0;
+    std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions()));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) ++count;
+    if (count != want) state.SkipWithError("records missing after the flush");
+    insert_s += std::chrono::duration<double>(t1 - t0).count();
+    flush_s += std::chrono::duration<double>(t2 - t1).count();
+    state.ResumeTiming();
+  }
+  const double iters = double(state.iterations());
+  state.counters["flush_ns_per_record"] = flush_s / iters / double(n) * 1e9;
+  state.counters["insert_ns_per_record"] = insert_s / iters / double(n) * 1e9;
+  state.counters["total_ns_per_record"] = (insert_s + flush_s) / iters / double(n) * 1e9;
+  std::filesystem::remove_all(dir);
+}
+
+// Arg 0: RocksDB's skip list (the peer); 1: ours. 10,000 sources (the crawler benchmark's
+// farm) and 1,000,000 (issue 10's host).
+BENCHMARK(BM_crawl_memtable)
+    ->ArgNames({"ours", "sources"})
+    ->Args({0, 10'000})
+    ->Args({1, 10'000})
+    ->Args({0, 1'000'000})
+    ->Args({1, 1'000'000})
     ->Iterations(1)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);

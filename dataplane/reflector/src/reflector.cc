@@ -134,16 +134,22 @@ struct cached_article {
   bool summary_ready = false;
   bool html_cut = false;
   int64_t published = 0;
-  // The article's distinct word hashes (matcher::word_hash), sorted: the matched words of
-  // a subscription are its positive words found here, whether the match was in the title,
-  // the summary or the content (which the cache does not keep).
-  std::vector<uint64_t> words;
+  // The article's distinct word hashes (matcher::word_hash), sorted at the first matched():
+  // the matched words of a subscription are its positive words found here, whether the
+  // match was in the title, the summary or the content (which the cache does not keep).
+  // Most cached articles are never rendered on this shard: they never pay the sort.
+  mutable std::vector<uint64_t> words;
+  mutable bool words_sorted = false;
   size_t bytes() const {
     return sizeof(*this) + title.size() + link.size() + guid.size() + source_url.size() +
            summary.size() + summary_html.size() + words.capacity() * sizeof(uint64_t);
   }
   std::vector<std::string> matched(const std::vector<std::string>& positive) const {
     std::vector<std::string> out;
+    if (!words_sorted) {
+      std::sort(words.begin(), words.end());
+      words_sorted = true;
+    }
     for (const std::string& w : positive) {
       if (std::binary_search(words.begin(), words.end(), matcher::word_hash(w))) out.push_back(w);
     }
@@ -734,6 +740,7 @@ class reflector final : public dataplane::component {
   uint64_t window_first_seq_ = 1;
   absl::flat_hash_map<uint64_t, seq_list> postings_;
   std::vector<uint64_t> word_hashes_;  // index_recent() scratch: an article's word hashes
+  std::vector<seq_list*> word_lists_;  // and their postings
   size_t postings_entries_ = 0;
   uint32_t since_sweep_ = 0;
   matcher::index search_index_;  // id 0: the query being searched
@@ -2527,7 +2534,6 @@ void reflector::remember(const rt::article& a) {
   const matcher::article_view v = a.words();
   c.words.reserve(v.distinct());
   for (size_t d = 0; d < v.distinct(); ++d) c.words.push_back(v.hash(v.first(d)));
-  std::sort(c.words.begin(), c.words.end());
   const std::string_view html = a.summary().empty() ? a.content() : a.summary();
   // Memory pressure (Cobra's order): beyond 3/4 of the budget new entries keep no HTML
   // body, only the core and the plain-text summary (feeds then serve that, marked), so
@@ -2590,10 +2596,19 @@ void reflector::index_recent(const rt::article& a) {
       word_hashes_.clear();
       for (size_t d = 0; d < v.distinct(); ++d) word_hashes_.push_back(v.hash(v.first(d)));
       for (size_t k = 0; k < scope_.size(); ++k) word_hashes_.push_back(scope_.hash(k));
-      // Why it is fast: each word's slot is a cache miss in a map of the window's
-      // vocabulary; the slots of all the article's words are fetched before any is used.
+      // Why it is fast: each word costs two cache misses, its slot in a map of the window's
+      // vocabulary and the end of its postings; each is started for all the article's
+      // words before any is used. The reserve keeps the slots in place while the second
+      // pass holds their addresses (no insert below rehashes).
+      postings_.reserve(postings_.size() + word_hashes_.size());
       for (uint64_t h : word_hashes_) postings_.prefetch(h);
-      for (uint64_t h : word_hashes_) postings_[h].push_back(a.seq());
+      word_lists_.clear();
+      for (uint64_t h : word_hashes_) {
+        seq_list& q = postings_[h];
+        q.prefetch_back();
+        word_lists_.push_back(&q);
+      }
+      for (seq_list* q : word_lists_) q->push_back(a.seq());
       postings_entries_ += word_hashes_.size();
     }
   }

@@ -19,6 +19,10 @@ struct seq_list {
   bool empty() const { return head == v.size(); }
   size_t size() const { return v.size() - head; }
   void push_back(uint64_t seq) { v.push_back(seq); }
+  // Starts loading the place the next push_back writes (none when it must grow).
+  void prefetch_back() const {
+    if (v.size() < v.capacity()) __builtin_prefetch(v.data() + v.size(), 1);
+  }
   // Drops the postings below first from the front; returns how many left.
   size_t trim_below(uint64_t first) {
     const size_t from = head;

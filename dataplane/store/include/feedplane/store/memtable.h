@@ -1,5 +1,6 @@
-// The memtable of the families written in bulk and read by the start-up scan
-// (subscriptions, accounts): RocksDB's vector memtable, but sorted on keys copied inline.
+// The memtable of the families written in bulk or at random keys and read by the start-up
+// scan (subscriptions, accounts, sources, crawl): RocksDB's vector memtable, but sorted on
+// keys copied inline.
 //
 // RocksDB's VectorRep appends each entry's pointer and sorts the pointers at the first
 // read, usually the flush. Each of that sort's ~20 comparisons per entry follows two
