@@ -283,8 +283,9 @@ sleep 2  # the new articles are then older than the 1 s window too
 start
 grep -q "replayed 40 articles from sequence $first " "$tmp/serve.log" ||
   fail "the start did not replay only the 40 new articles from $first: $(grep 'store: replayed' "$tmp/serve.log")"
-curl -s "http://127.0.0.1:$port/metrics" | grep -qx "feedplane_store_articles_replayed_total 40" ||
-  fail "/metrics does not count the 40 replayed articles"
+replayed=$(curl -sS "http://127.0.0.1:$port/metrics" | grep '^feedplane_store_articles_replayed_total ' || true)
+[ "$replayed" = "feedplane_store_articles_replayed_total 40" ] ||
+  fail "/metrics does not count the 40 replayed articles: '$replayed'"
 curl -s "http://127.0.0.1:$port/metrics" | grep -qx "feedplane_store_replay_first_seq $first" ||
   fail "/metrics does not give the replay's first sequence $first"
 python3 "$tmp/lists.py" "$port" "$state" "$tmp/after.json" || fail "reading the lists"
