@@ -50,9 +50,14 @@ std::string id_key(std::mt19937_64& rng, uint64_t ms) {
   return s;
 }
 
-void BM_memtable_flush(benchmark::State& state) {
-  const bool ours = state.range(0) == 1;
-  const size_t n = size_t(state.range(1));
+// One benchmark's repetitions: a fresh RocksDB per repetition, one memtable of `factory`
+// (RocksDB's skip list when null) large enough for all n records; fill(db, wo) writes them
+// without the log (timed: the inserts, the store thread's share) and returns how many keys
+// the table must hold; then db->Flush() (timed: the flush thread's share); the table is
+// read back and counted (RocksDB checks the order as it builds it).
+template <class Fill>
+void fill_and_flush(benchmark::State& state, std::shared_ptr<rocksdb::MemTableRepFactory> factory,
+                    size_t n, Fill&& fill) {
   const std::string dir = bench_dir();
   double insert_s = 0, flush_s = 0;
   for (auto _ : state) {
@@ -64,43 +69,27 @@ void BM_memtable_flush(benchmark::State& state) {
     o.allow_concurrent_memtable_write = false;
     o.write_buffer_size = size_t{2} << 30;  // one memtable holds them all
     o.max_write_buffer_number = 2;
-    if (ours) {
-      o.memtable_factory = feedplane::store::make_prefix_vector_memtable();
-    } else {
-      o.memtable_factory = std::make_shared<rocksdb::VectorRepFactory>();
-    }
+    if (factory) o.memtable_factory = factory;
     rocksdb::DB* raw = nullptr;
     if (!rocksdb::DB::Open(o, dir, &raw).ok()) {
       state.SkipWithError("cannot open RocksDB");
       break;
     }
     std::unique_ptr<rocksdb::DB> db(raw);
-    std::mt19937_64 rng(42);
-    const std::string value(200, 'v');
     rocksdb::WriteOptions wo;
     wo.disableWAL = true;
-    rocksdb::WriteBatch batch;
     const auto t0 = std::chrono::steady_clock::now();
-    uint64_t ms = 1'795'000'000'000;
-    for (size_t i = 0; i < n; ++i) {
-      if (i % 300 == 0) ++ms;
-      batch.Put(id_key(rng, ms), value).PermitUncheckedError();
-      if (batch.Count() == 1000 || i + 1 == n) {
-        if (!db->Write(wo, &batch).ok()) state.SkipWithError("write failed");
-        batch.Clear();
-      }
-    }
+    const size_t want = fill(*db, wo);
     const auto t1 = std::chrono::steady_clock::now();
     state.ResumeTiming();
     const rocksdb::Status s = db->Flush(rocksdb::FlushOptions());
     state.PauseTiming();
     const auto t2 = std::chrono::steady_clock::now();
     if (!s.ok()) state.SkipWithError("flush failed");
-    // The table holds every record, in order (RocksDB checks the order as it builds it).
     size_t count = 0;
     std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions()));
     for (it->SeekToFirst(); it->Valid(); it->Next()) ++count;
-    if (count != n) state.SkipWithError("records missing after the flush");
+    if (count != want) state.SkipWithError("records missing after the flush");
     insert_s += std::chrono::duration<double>(t1 - t0).count();
     flush_s += std::chrono::duration<double>(t2 - t1).count();
     state.ResumeTiming();
@@ -108,7 +97,31 @@ void BM_memtable_flush(benchmark::State& state) {
   const double iters = double(state.iterations());
   state.counters["flush_ns_per_record"] = flush_s / iters / double(n) * 1e9;
   state.counters["insert_ns_per_record"] = insert_s / iters / double(n) * 1e9;
+  state.counters["total_ns_per_record"] = (insert_s + flush_s) / iters / double(n) * 1e9;
   std::filesystem::remove_all(dir);
+}
+
+void BM_memtable_flush(benchmark::State& state) {
+  const bool ours = state.range(0) == 1;
+  const size_t n = size_t(state.range(1));
+  fill_and_flush(state,
+                 ours ? feedplane::store::make_prefix_vector_memtable()
+                      : std::make_shared<rocksdb::VectorRepFactory>(),
+                 n, [&](rocksdb::DB& db, const rocksdb::WriteOptions& wo) {
+                   std::mt19937_64 rng(42);
+                   const std::string value(200, 'v');
+                   rocksdb::WriteBatch batch;
+                   uint64_t ms = 1'795'000'000'000;
+                   for (size_t i = 0; i < n; ++i) {
+                     if (i % 300 == 0) ++ms;
+                     batch.Put(id_key(rng, ms), value).PermitUncheckedError();
+                     if (batch.Count() == 1000 || i + 1 == n) {
+                       if (!db.Write(wo, &batch).ok()) state.SkipWithError("write failed");
+                       batch.Clear();
+                     }
+                   }
+                   return n;
+                 });
 }
 
 // Arg 0: RocksDB's VectorRep (the peer); 1: ours. 100,000 records: about what one of the
@@ -134,65 +147,33 @@ void BM_crawl_memtable(benchmark::State& state) {
   const bool ours = state.range(0) == 1;
   const size_t sources = size_t(state.range(1));
   const size_t n = 100'000;
-  const std::string dir = bench_dir();
-  double insert_s = 0, flush_s = 0;
-  for (auto _ : state) {
-    state.PauseTiming();
-    std::filesystem::remove_all(dir);
-    std::filesystem::create_directories(dir);
-    rocksdb::Options o;
-    o.create_if_missing = true;
-    o.allow_concurrent_memtable_write = false;
-    o.write_buffer_size = size_t{2} << 30;
-    o.max_write_buffer_number = 2;
-    if (ours) o.memtable_factory = feedplane::store::make_prefix_vector_memtable();
-    rocksdb::DB* raw = nullptr;
-    if (!rocksdb::DB::Open(o, dir, &raw).ok()) {
-      state.SkipWithError("cannot open RocksDB");
-      break;
-    }
-    std::unique_ptr<rocksdb::DB> db(raw);
-    std::mt19937_64 rng(7);
-    std::vector<uint64_t> ids(sources);
-    for (uint64_t& id : ids) id = (rng() & 0xffff'ffff'0000'0000ull) | (rng() & 0xffff);
-    std::string value(400, 'v');
-    rocksdb::WriteOptions wo;
-    wo.disableWAL = true;
-    rocksdb::WriteBatch batch;
-    std::vector<bool> written(sources, false);
-    const auto t0 = std::chrono::steady_clock::now();
-    for (size_t i = 0; i < n; ++i) {
-      const size_t j = size_t(rng() % sources);
-      written[j] = true;
-      char key[8];
-      for (int b = 0; b < 8; ++b) key[b] = char(uint8_t(ids[j] >> (56 - 8 * b)));
-      std::memcpy(value.data(), &i, sizeof i);  // each version its own bytes
-      batch.Put(rocksdb::Slice(key, 8), value).PermitUncheckedError();
-      if (batch.Count() == 10 || i + 1 == n) {
-        if (!db->Write(wo, &batch).ok()) state.SkipWithError("write failed");
-        batch.Clear();
-      }
-    }
-    const auto t1 = std::chrono::steady_clock::now();
-    state.ResumeTiming();
-    const rocksdb::Status s = db->Flush(rocksdb::FlushOptions());
-    state.PauseTiming();
-    const auto t2 = std::chrono::steady_clock::now();
-    if (!s.ok()) state.SkipWithError("flush failed");
-    size_t count = 0, want = 0;
-    for (bool w : written) want += w ? 1 : 0;
-    std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions()));
-    for (it->SeekToFirst(); it->Valid(); it->Next()) ++count;
-    if (count != want) state.SkipWithError("records missing after the flush");
-    insert_s += std::chrono::duration<double>(t1 - t0).count();
-    flush_s += std::chrono::duration<double>(t2 - t1).count();
-    state.ResumeTiming();
-  }
-  const double iters = double(state.iterations());
-  state.counters["flush_ns_per_record"] = flush_s / iters / double(n) * 1e9;
-  state.counters["insert_ns_per_record"] = insert_s / iters / double(n) * 1e9;
-  state.counters["total_ns_per_record"] = (insert_s + flush_s) / iters / double(n) * 1e9;
-  std::filesystem::remove_all(dir);
+  // Outside the timed fill: the keys, and the generator's state the fill starts from.
+  std::mt19937_64 rng0(7);
+  std::vector<uint64_t> ids(sources);
+  for (uint64_t& id : ids) id = (rng0() & 0xffff'ffff'0000'0000ull) | (rng0() & 0xffff);
+  std::vector<bool> written;
+  fill_and_flush(state, ours ? feedplane::store::make_prefix_vector_memtable() : nullptr, n,
+                 [&](rocksdb::DB& db, const rocksdb::WriteOptions& wo) {
+                   std::mt19937_64 rng = rng0;
+                   std::string value(400, 'v');
+                   rocksdb::WriteBatch batch;
+                   written.assign(sources, false);
+                   for (size_t i = 0; i < n; ++i) {
+                     const size_t j = size_t(rng() % sources);
+                     written[j] = true;
+                     char key[8];
+                     for (int b = 0; b < 8; ++b) key[b] = char(uint8_t(ids[j] >> (56 - 8 * b)));
+                     std::memcpy(value.data(), &i, sizeof i);  // each version its own bytes
+                     batch.Put(rocksdb::Slice(key, 8), value).PermitUncheckedError();
+                     if (batch.Count() == 10 || i + 1 == n) {
+                       if (!db.Write(wo, &batch).ok()) state.SkipWithError("write failed");
+                       batch.Clear();
+                     }
+                   }
+                   size_t want = 0;  // the newest version of every key written
+                   for (bool w : written) want += w ? 1 : 0;
+                   return want;
+                 });
 }
 
 // Arg 0: RocksDB's skip list (the peer); 1: ours. 10,000 sources (the crawler benchmark's
