@@ -67,7 +67,7 @@ grep -qi "serves each subscription's matches as a private feed" <<<"$help" || fa
 if "$bin" nosuchcommand 2>/dev/null; then fail "unknown subcommand accepted"; fi
 # The build's mimalloc backs the heap with 2 MiB pages unless MIMALLOC_LARGE_OS_PAGES says
 # otherwise (dataplane/src/allocator_setup.cc): the opt-out the README names must work.
-if ldd "$bin" | grep -q libmimalloc; then
+if ldd "$bin" | grep libmimalloc >/dev/null; then
   on=$(MIMALLOC_VERBOSE=1 "$bin" --help 2>&1 >/dev/null || true)
   off=$(MIMALLOC_VERBOSE=1 MIMALLOC_LARGE_OS_PAGES=0 "$bin" --help 2>&1 >/dev/null || true)
   grep -q "option 'large_os_pages': 1" <<<"$on" || fail "huge pages not on by default: $(grep large_os <<<"$on")"

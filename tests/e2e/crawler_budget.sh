@@ -87,7 +87,7 @@ add() { curl -s -X POST -H "$auth" -d "{\"url\": \"$1\"}" "$base/api/sources" | 
 status() { curl -s -H "$auth" "$base/api/sources/$1"; }
 wait_fetched() {  # until the source has been fetched at least once (10 s)
   for _ in $(seq 100); do
-    status "$1" | grep -q '"last_fetch": {' && return 0
+    status "$1" | grep '"last_fetch": {' >/dev/null && return 0
     sleep 0.1
   done
   fail "source $1 was not fetched: $(status "$1")"

@@ -201,7 +201,7 @@ import json, sys
 feeds = (json.loads(l) for l in open(sys.argv[1]) if "\"kind\":\"feed\"" in l)
 f = max((f for f in feeds if f["misbehaviour"] == "none"), key=lambda f: f["rate_per_day"])
 print(f["url"])' "$tmp/truth.jsonl")
-curl -sS -X POST "$base/_farm/start" | grep -q '"publishing":true' || fail "POST /_farm/start"
+curl -sS -X POST "$base/_farm/start" | grep '"publishing":true' >/dev/null || fail "POST /_farm/start"
 for _ in $(seq 200); do
   grep -q "\"url\":\"$busy\".*\"initial\":false" "$tmp/truth.jsonl" && break
   sleep 0.05

@@ -286,7 +286,7 @@ grep -q "replayed 40 articles from sequence $first " "$tmp/serve.log" ||
 replayed=$(curl -sS "http://127.0.0.1:$port/metrics" | grep '^feedplane_store_articles_replayed_total ' || true)
 [ "$replayed" = "feedplane_store_articles_replayed_total 40" ] ||
   fail "/metrics does not count the 40 replayed articles: '$replayed'"
-curl -s "http://127.0.0.1:$port/metrics" | grep -qx "feedplane_store_replay_first_seq $first" ||
+curl -s "http://127.0.0.1:$port/metrics" | grep -x "feedplane_store_replay_first_seq $first" >/dev/null ||
   fail "/metrics does not give the replay's first sequence $first"
 python3 "$tmp/lists.py" "$port" "$state" "$tmp/after.json" || fail "reading the lists"
 python3 - "$tmp/before.json" "$tmp/after.json" <<'PY' || fail "the lists after the tail's replay"
