@@ -63,4 +63,21 @@ grep -qE "^$tmp/out: [1-9][0-9]* articles; wall p50 " "$tmp/samples" ||
 for png in lag intra delivered poll memory match; do
   [ -s "$tmp/out/$png.png" ] || { echo "FAIL: no $png.png" >&2; exit 1; }
 done
+# Run again into the same --out (as the default --out is): the earlier run's store and
+# truth log are not this run's, so it loads only its own subscriptions and its delivery
+# check is clean (the farm appends to its truth log; feedplane opens the store it finds).
+if [ -z "$during" ]; then
+  rc=0
+  "$bin" load --feeds 50 --subscriptions 300 --duration 1 --speed "$speed" --shards 2 \
+    --min-interval 1 --max-interval 2 --quiet 2 --restarts 1 --out "$tmp/out" \
+    >"$tmp/stdout2" 2>"$tmp/stderr2" || rc=$?
+  [ "$rc" -eq 0 ] || { tail -30 "$tmp/stderr2" >&2; echo "FAIL: a run into an earlier run's --out exited $rc" >&2; exit 1; }
+  grep "removing the earlier run's store" "$tmp/stderr2" >/dev/null ||
+    { echo "FAIL: the earlier run's store was not removed" >&2; exit 1; }
+  grep "^- restarts with 300 subscriptions" "$tmp/out/report.md" >/dev/null ||
+    { grep "^- restarts" "$tmp/out/report.md" >&2; echo "FAIL: the second run loaded more than its own subscriptions" >&2; exit 1; }
+  tail -1 "$tmp/stdout2"
+  [[ "$(tail -1 "$tmp/stdout2")" =~ ^delivery:\ [1-9][0-9]*\ expected,\ [0-9]+\ delivered,\ [0-9]+\ pushed\ out,\ 0\ unexplained,\ 0\ duplicates$ ]] ||
+    { echo "FAIL: the second run's last line is not a clean delivery line" >&2; exit 1; }
+fi
 echo "PASS"

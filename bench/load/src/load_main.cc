@@ -1,5 +1,5 @@
 // feedplane-load (`feedplane load`): the load harness's driver (issue 12). Starts a feed
-// farm and a feedplane (or attaches to running ones), adds the farm's feeds through OPML
+// farm and a feedplane, adds the farm's feeds through OPML
 // import, loads M subscriptions with Cobra's workload through the bulk API, lets the farm
 // publish for the set time while pollers read personal feeds with If-None-Match, then
 // waits for the pipeline to go quiet, reads every checked feed and checks delivery against
@@ -23,6 +23,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -542,6 +543,22 @@ struct percentiles {
 
 int run(const options& o) {
   mkdir(o.out.c_str(), 0755);
+  // A run starts from nothing: the farm appends to its truth log and feedplane opens the
+  // store it finds, so an earlier run's files in OUT (the default --out included) would be
+  // read as this run's: its entries counted unexplained misses, its subscriptions loaded
+  // again. The other files of a run are rewritten whole.
+  {
+    std::error_code ec;
+    std::filesystem::remove(o.out + "/truth.jsonl", ec);
+    if (std::filesystem::exists(o.out + "/data", ec)) {
+      fmt::print(stderr, "load: removing the earlier run's store ({}/data)\n", o.out);
+      std::filesystem::remove_all(o.out + "/data", ec);
+    }
+    if (ec) {
+      fmt::print(stderr, "load: cannot clear the earlier run in {}: {}\n", o.out, ec.message());
+      return 2;
+    }
+  }
   const std::string dir = self_dir();
   const std::string farm_bin = o.farm_bin.empty() ? dir + "/feedplane-farm" : o.farm_bin;
   const std::string fp_bin = o.feedplane_bin.empty() ? dir + "/feedplane" : o.feedplane_bin;

@@ -173,6 +173,8 @@ void make_summary(cached_article& a) {
 class sub_text {
  public:
   std::string_view id() const { return {p_.get(), id_n_}; }
+  // The block's first line (the id, and most queries): ahead of a read of id().
+  void prefetch() const { __builtin_prefetch(p_.get()); }
   std::string_view account() const { return {p_.get() + id_n_, account_n_}; }
   std::string_view query() const { return {p_.get() + id_n_ + account_n_, query_n_}; }
   std::string_view title() const {
@@ -835,6 +837,7 @@ class reflector final : public dataplane::component {
   uint64_t gc_scan_us_ = 0;  // the scan's slices so far
   std::string snap_bytes_;
   std::vector<uint64_t> snap_seqs_;
+  std::vector<uint32_t> snap_idx_;  // write_snapshot's partition, in slot order
   // Start-up only (freed once caught up): each partition's restored sequence (0: no file),
   // the highest of them, the restored lists by id hash, and an index of the subscriptions
   // that need re-matching at or below replay_hi_ (local ids, replay_ids_ -> index id), so
@@ -935,6 +938,7 @@ class reflector final : public dataplane::component {
     rt::counter* snapshot_files = nullptr;
     rt::counter* gc_reports = nullptr;
     rt::histogram* gc_scan_us = nullptr;
+    rt::histogram* snapshot_encode_us = nullptr;
     rt::counter* refiled = nullptr;
     rt::counter* refile_passes = nullptr;
     rt::counter* snapshot_bytes = nullptr;
@@ -1062,6 +1066,10 @@ reflector::reflector(shard_services& s)
   m_.gc_reports = &reg.add_counter(
       "feedplane_reflector_gc_reports_total",
       "Reports to the store of the old articles this shard's lists hold (its collection)");
+  m_.snapshot_encode_us =
+      &reg.add_histogram("feedplane_reflector_snapshot_encode_seconds",
+                         "One partition's lists encoded into its snapshot file, on the shard", {},
+                         1e-6);  // observed in microseconds
   m_.gc_scan_us = &reg.add_histogram(
       "feedplane_reflector_gc_scan_seconds",
       "One scan of this shard's lists for the article log's collection (its slices' time)", {},
@@ -2230,15 +2238,39 @@ void reflector::snapshot_slice(size_t budget) {
 
 // Fast enough to run on the shard: a header, then per subscription 17 bytes and its
 // sequences copied; the file is written by the writer thread.
+// Fast: at millions of subscriptions each one's reads are four or five dependent misses
+// (its pointer in subs_, the subscription's three lines, its strings' block for the id
+// hash, its list's ring). A software pipeline starts each ahead of its use (pointer 3d,
+// subscription 2d, strings and ring d), so the misses of many subscriptions overlap: in a
+// 10M bulk creation, where every partition is dirty at every round, the walk was 16% of
+// the process.
 void reflector::write_snapshot(uint32_t p) {
+  const auto t0 = std::chrono::steady_clock::now();
   const partition_slots& ps = partitions_[p];
   begin_partition_snapshot(p, last_seq_, snap_bytes_);
   applied_[p] = last_seq_;  // what this partition's file will hold (snapshot_slice)
-  uint32_t count = 0;
+  snap_idx_.clear();
   for (uint32_t slot = 0; slot < ps.size; ++slot) {
-    const uint32_t v = ps.get(slot);
-    if (v == 0) continue;
-    const subscription& sub = *subs_[v - 1];
+    if (const uint32_t v = ps.get(slot); v != 0) snap_idx_.push_back(v - 1);
+  }
+  const size_t n = snap_idx_.size();
+  constexpr size_t d = 8;
+  uint32_t count = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (i + 3 * d < n) __builtin_prefetch(&subs_[snap_idx_[i + 3 * d]]);
+    if (i + 2 * d < n) {
+      const char* ahead = reinterpret_cast<const char*>(subs_[snap_idx_[i + 2 * d]].get());
+      // Not line-aligned (the allocator's size class): its first and last byte's lines
+      // and those between.
+      for (size_t off = 0; off < sizeof(subscription); off += 64) __builtin_prefetch(ahead + off);
+      __builtin_prefetch(ahead + sizeof(subscription) - 1);
+    }
+    if (i + d < n) {
+      const subscription& ahead = *subs_[snap_idx_[i + d]];
+      ahead.text.prefetch();
+      ahead.list.prefetch_items();
+    }
+    const subscription& sub = *subs_[snap_idx_[i]];
     // Not yet durable (its backfill starts at the ack), or a backfill in flight: the list
     // lacks matches its first sequence promises. Left out (a restart re-matches it from
     // that sequence) and written again next round.
@@ -2253,6 +2285,9 @@ void reflector::write_snapshot(uint32_t p) {
   }
   finish_partition_snapshot(count, snap_bytes_);
   dirty_[p] = dirty_[p] == 2 ? 1 : 0;
+  m_.snapshot_encode_us->observe(uint64_t(
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0)
+          .count()));
   m_.snapshot_files->add();
   m_.snapshot_bytes->add(snap_bytes_.size());
   {
