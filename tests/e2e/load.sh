@@ -60,6 +60,8 @@ python3 "$here/../../bench/match_samples.py" --min-words 0 --max-words 1000000 "
   >"$tmp/samples" 2>&1 || { cat "$tmp/samples" >&2; echo "FAIL: match_samples.py" >&2; exit 1; }
 grep -qE "^$tmp/out: [1-9][0-9]* articles; wall p50 " "$tmp/samples" ||
   { cat "$tmp/samples" >&2; echo "FAIL: no match samples in match-samples.json" >&2; exit 1; }
+grep '^feedplane_reflector_snapshot_encode_seconds_count' "$tmp/out/metrics.txt" >/dev/null ||
+  { echo "FAIL: no final /metrics in OUT/metrics.txt" >&2; exit 1; }
 for png in lag intra delivered poll memory match; do
   [ -s "$tmp/out/$png.png" ] || { echo "FAIL: no $png.png" >&2; exit 1; }
 done

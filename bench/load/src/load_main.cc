@@ -1107,6 +1107,9 @@ int run(const options& o) {
   }
   std::string final_metrics;
   h.request("GET", base + "/metrics", "", "", "", final_metrics);
+  // Kept beside the report: every figure the run's feedplane counted, for what the report
+  // does not show (OUT/metrics.txt; after the last restart, so that process's counts).
+  std::ofstream(o.out + "/metrics.txt") << final_metrics;
   // Exact quantiles of the live articles' match times on the shards (issue 11's tail: p99
   // within 3x the median), by article length; "about 61 words" is matcher_bench's case.
   struct tail_row {
