@@ -320,10 +320,9 @@ rocksdb::Status store::impl::open_db(std::string* error) {
       // level whose compression differs from the file's forbids that move ("trivial move"),
       // and with L0 and L1 uncompressed every subscription was read and rewritten twice
       // more (into L1, and compressed into L2): RocksDB's background threads were 26% of a
-      // 10M bulk creation's CPU. One compression for every level here: LZ4 at the flush,
-      // then moved, not rewritten.
+      // 10M bulk creation's CPU. One compression for every level here (o.compression's
+      // LZ4, at the flush), then moved, not rewritten.
       cfo.compression_per_level.clear();
-      cfo.compression = rocksdb::kLZ4Compression;
     }
     // The articles' keys ascend, which the skip list's insert hint suits
     // (memtable_insert_with_hint_prefix_extractor), but Debian's RocksDB fails an assertion

@@ -92,16 +92,16 @@ class last_k {
   // subscriptions ahead, so the miss overlaps other work); reads only this object.
   // always_inline: a prefetch-only helper left to GCC 12's IPA pure-const pass can be found
   // `const` and its calls deleted (snapshot.h, restored_lists::prefetch).
-  // The ring's oldest entry's line and its start's (where a wrapped list goes on): ahead
-  // of copy_to or for_each.
+  [[gnu::always_inline]] void prefetch_slot() const {
+    if (!slots_.empty())
+      __builtin_prefetch(&slots_[wrap(head_ + (count_ < slots_.size() ? count_ : 0))], 1);
+  }
+  // The same ahead of copy_to or for_each: the lines of the ring's oldest entry and of its
+  // start (where a wrapped list goes on).
   [[gnu::always_inline]] void prefetch_items() const {
     if (count_ == 0) return;
     __builtin_prefetch(&slots_[head_]);
     __builtin_prefetch(slots_.data());
-  }
-  [[gnu::always_inline]] void prefetch_slot() const {
-    if (!slots_.empty())
-      __builtin_prefetch(&slots_[wrap(head_ + (count_ < slots_.size() ? count_ : 0))], 1);
   }
 
  private:
