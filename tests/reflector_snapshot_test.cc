@@ -174,6 +174,16 @@ TEST(reflector_snapshot, durable_writes_replace_files_whole) {
     EXPECT_EQ(back, want);
     EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
   }
+  // A batch larger than one chunk of open files (a round of every partition): all replaced.
+  std::vector<dp::file_bytes> many;
+  for (int i = 0; i < 300; ++i)
+    many.push_back({(dir / ("m-" + std::to_string(i))).string(), "bytes " + std::to_string(i)});
+  EXPECT_EQ(dp::write_files_durably(many, &why), many.size()) << why;
+  for (const dp::file_bytes& f : many) {
+    ASSERT_EQ(dp::read_file(f.path, 100, back, &why), dp::read_status::ok) << why;
+    EXPECT_EQ(back, f.bytes);
+    EXPECT_FALSE(std::filesystem::exists(f.path + ".tmp"));
+  }
   std::filesystem::remove_all(dir);
 }
 

@@ -482,6 +482,10 @@ class crawler final : public dataplane::component {
   // went) are skipped when popped: a push per reschedule, no search.
   using due_entry = std::pair<int64_t, uint64_t>;
   std::priority_queue<due_entry, std::vector<due_entry>, std::greater<>> heap_;
+  void start_due(const due_entry& e, source* s, int64_t now);
+  static constexpr size_t k_due_batch = 16;  // pump(): sources whose loads overlap
+  std::vector<due_entry> due_batch_;
+  std::vector<source*> due_sources_;
   net::timer tick_;
   int64_t tick_at_ = 0;   // unix ms the tick is armed for (0: not armed)
   net::timer alive_;      // shard 0: writes k_alive_key every k_alive_period_ms
@@ -1034,35 +1038,37 @@ void crawler::pump() {
       blocked = true;
     }
   }
+  // Fast: due sources are taken in batches whose loads start before any is used (the id
+  // table's slot, then the source's node and the politeness key's slot, then its text):
+  // each is a cache miss (sources are due in completion order, scattered in memory), and a
+  // batch overlaps them instead of queueing them one source at a time.
   while (!blocked && !heap_.empty() && heap_.top().first <= now) {
-    if (!credits_allow(ring)) {
-      blocked = true;
-      break;
+    due_batch_.clear();
+    while (due_batch_.size() < k_due_batch && !heap_.empty() && heap_.top().first <= now) {
+      due_batch_.push_back(heap_.top());
+      heap_.pop();
     }
-    const auto [at, sid] = heap_.top();
-    heap_.pop();
-    source* s = find(sid);
-    if (s == nullptr || !s->durable || s->rec.next_fetch_ms != at || s->fetch_id != 0) continue;
-    if (s->writing) {
-      schedule(*s, now + 1000, reason::store_busy);
-      continue;
+    for (const due_entry& e : due_batch_) by_id_.prefetch(e.second);
+    due_sources_.clear();
+    for (const due_entry& e : due_batch_) {
+      source* s = find(e.second);
+      due_sources_.push_back(s);
+      if (s == nullptr) continue;
+      for (size_t line = 0; line < sizeof(source); line += 64)
+        __builtin_prefetch(reinterpret_cast<const char*>(s) + line, 1);
+      domains_.prefetch(uint32_t(e.second >> 32));
     }
-    if ((s->rec.flags & crawl_gone) != 0) continue;
-    const uint32_t key = uint32_t(sid >> 32);
-    domain_state& d = domains_[key];
-    if (d.waiting_head == d.waiting.size() && can_start(d, now)) {
-      start_in(d, *s, now);
-      continue;
+    for (const source* s : due_sources_) {
+      if (s != nullptr) s->text.prefetch();
     }
-    // Behind the domain's queue, its due time kept (the status shows what holds it).
-    s->rec.next_reason =
-        uint8_t(d.paused_until_ms > now ? reason::retry_after : reason::politeness);
-    d.waiting.emplace_back(at, sid);
-    if (d.paused_until_ms > now) {
-      wake_domain(key, d, d.paused_until_ms);
-    } else if (cfg_.per_domain_rate != 0 && d.next_start_ms > now) {
-      wake_domain(key, d, d.next_start_ms);
-    }  // else the connections are all taken: release_domain wakes it
+    for (size_t i = 0; i < due_batch_.size(); ++i) {
+      if (!blocked && !credits_allow(ring)) blocked = true;
+      if (blocked) {
+        heap_.push(due_batch_[i]);  // not started: due again at the next pump
+        continue;
+      }
+      start_due(due_batch_[i], due_sources_[i], now);
+    }
   }
   update_gauges();
   if (blocked) {
@@ -1071,6 +1077,32 @@ void crawler::pump() {
     wake_at(std::min(heap_.top().first, now + 60'000));
   }
   if (!domain_wakes_.empty()) wake_at(domain_wakes_.top().first);
+}
+
+// One entry popped from the schedule: started, queued behind its domain, or dropped as
+// stale (the source moved or went).
+void crawler::start_due(const due_entry& e, source* s, int64_t now) {
+  const auto [at, sid] = e;
+  if (s == nullptr || !s->durable || s->rec.next_fetch_ms != at || s->fetch_id != 0) return;
+  if (s->writing) {
+    schedule(*s, now + 1000, reason::store_busy);
+    return;
+  }
+  if ((s->rec.flags & crawl_gone) != 0) return;
+  const uint32_t key = uint32_t(sid >> 32);
+  domain_state& d = domains_[key];
+  if (d.waiting_head == d.waiting.size() && can_start(d, now)) {
+    start_in(d, *s, now);
+    return;
+  }
+  // Behind the domain's queue, its due time kept (the status shows what holds it).
+  s->rec.next_reason = uint8_t(d.paused_until_ms > now ? reason::retry_after : reason::politeness);
+  d.waiting.emplace_back(at, sid);
+  if (d.paused_until_ms > now) {
+    wake_domain(key, d, d.paused_until_ms);
+  } else if (cfg_.per_domain_rate != 0 && d.next_start_ms > now) {
+    wake_domain(key, d, d.next_start_ms);
+  }  // else the connections are all taken: release_domain wakes it
 }
 
 void crawler::rebalance(int64_t now) {
@@ -1106,9 +1138,10 @@ void crawler::rebalance(int64_t now) {
 }
 
 void crawler::start_fetch(source& s) {
-  req_.url = s.url();
-  req_.if_none_match = s.text.get(source_text::etag);
-  req_.if_modified_since = s.text.get(source_text::last_modified);
+  const auto text = s.text.all();
+  req_.url = text[source_text::url];
+  req_.if_none_match = text[source_text::etag];
+  req_.if_modified_since = text[source_text::last_modified];
   s.fetch_id = k_starting;
   ++in_flight_;
   starting_ = &s;

@@ -58,6 +58,10 @@ source_text& source_text::operator=(const source_text& o) {
 
 std::string_view source_text::get(field f) const { return fields_of(p_.get())[f]; }
 
+std::array<std::string_view, source_text::k_fields> source_text::all() const {
+  return fields_of(p_.get());
+}
+
 size_t source_text::heap_bytes() const {
   if (!p_) return 0;
   size_t total = 0;

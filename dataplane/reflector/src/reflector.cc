@@ -1975,6 +1975,9 @@ void reflector::load_snapshots() {
   if (snap_interval_ms_ == 0) return;
   writer_ = std::make_unique<snapshot_writer>();
   writer_->thread = std::thread([w = writer_.get(), shard = s_.rt->index()] {
+    // Its own name, not its shard's (inherited): the load harness and the crawler benchmark
+    // count CPU by thread name, and the shard's figure is its loop's.
+    pthread_setname_np(pthread_self(), fmt::format("snap-{}", shard).c_str());
     std::unique_lock<std::mutex> lock(w->mu);
     for (;;) {
       w->cv.wait(lock, [w] { return w->stop || !w->queue.empty(); });

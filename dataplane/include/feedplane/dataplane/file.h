@@ -23,8 +23,9 @@ struct file_bytes {
 };
 
 // Replaces each file at path with its bytes so that a crash or power loss leaves the old
-// bytes or the new ones: writes "<path>.tmp", fsyncs it and renames it over path; after all
-// the renames each directory is fsynced once (not once per file). Returns how many files are
+// bytes or the new ones: writes "<path>.tmp" for each, makes them durable with one syncfs
+// per chunk of files (not an fsync per file) and renames each over its path; after all the
+// renames each directory is fsynced once (not once per file). Returns how many files are
 // replaced durably; each one that is not adds its step and strerror to *why ("; " between them) and
 // keeps its old bytes, unless only its directory's fsync failed (then it may hold either).
 size_t write_files_durably(std::span<const file_bytes> files, std::string* why);

@@ -34,11 +34,15 @@ class source_text {
   source_text& operator=(source_text&&) noexcept = default;
 
   std::string_view get(field f) const;
+  // Every field in one decoding of the block (get() decodes it for each field).
+  std::array<std::string_view, k_fields> all() const;
   void set(field f, std::string_view v);
   // Both fields in one rebuild (a fetch's two validators).
   void set(field f, std::string_view v, field g, std::string_view w);
   // Bytes requested from the heap (0 when every field is empty).
   size_t heap_bytes() const;
+  // Starts loading the block's first line (its lengths, the URL and most of the rest).
+  void prefetch() const { __builtin_prefetch(p_.get()); }
 
  private:
   // Builds a new block from fields (which may point into the old one).
