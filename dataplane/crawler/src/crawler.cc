@@ -1039,7 +1039,8 @@ void crawler::pump() {
     }
   }
   // Fast: due sources are taken in batches whose loads start before any is used (the id
-  // table's slot, then the source's node and the politeness key's slot, then its text):
+  // table's slot, then the source's node and the politeness key's slot, then its text and
+  // the key's node):
   // each is a cache miss (sources are due in completion order, scattered in memory), and a
   // batch overlaps them instead of queueing them one source at a time.
   while (!blocked && !heap_.empty() && heap_.top().first <= now) {
@@ -1058,8 +1059,11 @@ void crawler::pump() {
         __builtin_prefetch(reinterpret_cast<const char*>(s) + line, 1);
       domains_.prefetch(uint32_t(e.second >> 32));
     }
-    for (const source* s : due_sources_) {
-      if (s != nullptr) s->text.prefetch();
+    for (size_t i = 0; i < due_batch_.size(); ++i) {
+      if (due_sources_[i] == nullptr) continue;
+      due_sources_[i]->text.prefetch();
+      if (auto it = domains_.find(uint32_t(due_batch_[i].second >> 32)); it != domains_.end())
+        __builtin_prefetch(&it->second, 1);  // the node (a second miss behind the slot)
     }
     for (size_t i = 0; i < due_batch_.size(); ++i) {
       if (!blocked && !credits_allow(ring)) blocked = true;
