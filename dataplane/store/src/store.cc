@@ -520,9 +520,14 @@ uint64_t store::impl::first_recent_seq() {
 
 void store::impl::stream_startup() {
   // Records go to their owners in blocks (messages.h: append_record), and a shard's ring
-  // holds at most blocks_ahead of them, so the scan runs at most ~0.5 MB ahead of a shard.
+  // holds at most blocks_ahead of them, so the scan runs at most ~8 MB ahead of a shard.
+  // Why so many: the scan waits on the one shard whose ring is full while the others drain
+  // theirs and sleep, and on a host where the store thread shares a core with a shard that
+  // happens all the time; with 32 blocks (~13 ms of a shard's work) the shards slept 22% of
+  // a 10M restart, with 512 3%, and the restart took 25.0 s instead of 33.6 (medians of
+  // five alternated pairs: bench/RESULTS.md, "reflector: subscriptions at a million").
   constexpr size_t block_bytes = size_t{16} * 1024;
-  constexpr uint32_t blocks_ahead = 32;
+  constexpr uint32_t blocks_ahead = 512;
   // Waits until port i's event ring holds fewer than n items; false on stop().
   auto drain_to = [&](size_t i, uint32_t n) {
     for (uint32_t attempt = 0; ports[i].events->occupancy() >= n; ++attempt) {
