@@ -26,11 +26,25 @@ namespace {
 // The environment is read from the envp argument the dynamic loader passes to preinit
 // functions: `environ` is not set yet at that point, so getenv() would return null
 // (tests/e2e/cli.sh checks the opt-out).
-void enable_huge_pages(int /*argc*/, char** /*argv*/, char** envp) {
-  constexpr std::string_view k_var = "MIMALLOC_LARGE_OS_PAGES=";
+//
+// Also: freed pages go back to the OS after 1 s instead of mimalloc's 25 ms. On this
+// project's virtual machines a page's first touch costs ~25x a later write of it (0.78 GB/s
+// against 21 GB/s on 2 MiB pages, 0.22 GB/s on 4 KiB ones, on the Zen 5 guest), and a
+// thread that frees and allocates again within a second paid it each time: the store
+// thread, whose start-up blocks the shards free, released 758 MiB with MADV_DONTNEED during
+// a 10M restart and took it back; with the delay its CPU in that restart fell from 7.2 to
+// 4.8 s (bench/RESULTS.md, "reflector: subscriptions at a million", 2026-12-02). Resident
+// memory follows a drop (the reflector's memory pressure, which reads it) a second later.
+bool user_set(char** envp, std::string_view var) {
   for (char** e = envp; e != nullptr && *e != nullptr; ++e) {
-    if (std::string_view(*e).starts_with(k_var)) return;  // the user decides
+    if (std::string_view(*e).starts_with(var)) return true;
   }
+  return false;
+}
+
+void enable_huge_pages(int /*argc*/, char** /*argv*/, char** envp) {
+  if (!user_set(envp, "MIMALLOC_DECOMMIT_DELAY=")) mi_option_set(mi_option_decommit_delay, 1000);
+  if (user_set(envp, "MIMALLOC_LARGE_OS_PAGES=")) return;  // the user decides
   mi_option_enable(mi_option_large_os_pages);
 }
 

@@ -72,5 +72,9 @@ if ldd "$bin" | grep libmimalloc >/dev/null; then
   off=$(MIMALLOC_VERBOSE=1 MIMALLOC_LARGE_OS_PAGES=0 "$bin" --help 2>&1 >/dev/null || true)
   grep -q "option 'large_os_pages': 1" <<<"$on" || fail "huge pages not on by default: $(grep large_os <<<"$on")"
   grep -q "option 'large_os_pages': 0" <<<"$off" || fail "MIMALLOC_LARGE_OS_PAGES=0 ignored: $(grep large_os <<<"$off")"
+  # Freed pages go back after 1 s, not 25 ms, unless MIMALLOC_DECOMMIT_DELAY says otherwise.
+  grep -q "option 'decommit_delay': 1000" <<<"$on" || fail "decommit delay not 1 s by default: $(grep decommit <<<"$on")"
+  mine=$(MIMALLOC_VERBOSE=1 MIMALLOC_DECOMMIT_DELAY=25 "$bin" --help 2>&1 >/dev/null || true)
+  grep -q "option 'decommit_delay': 25$" <<<"$mine" || fail "MIMALLOC_DECOMMIT_DELAY=25 ignored: $(grep decommit <<<"$mine")"
 fi
 echo "cli ok"
