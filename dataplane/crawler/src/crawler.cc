@@ -1039,10 +1039,9 @@ void crawler::pump() {
     }
   }
   // Fast: due sources are taken in batches whose loads start before any is used (the id
-  // table's slot, then the source's node and the politeness key's slot, then its text and
-  // the key's node):
-  // each is a cache miss (sources are due in completion order, scattered in memory), and a
-  // batch overlaps them instead of queueing them one source at a time.
+  // table's slot; then the source's node and the politeness key's slot; then its text and
+  // the key's node). Each is a cache miss (sources fall due in completion order, scattered
+  // in memory), and a batch overlaps them instead of queueing them one source at a time.
   while (!blocked && !heap_.empty() && heap_.top().first <= now) {
     due_batch_.clear();
     while (due_batch_.size() < k_due_batch && !heap_.empty() && heap_.top().first <= now) {
