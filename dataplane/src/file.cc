@@ -98,8 +98,9 @@ size_t write_files_durably(std::span<const file_bytes> files, std::string* why) 
   // Why a syncfs per chunk of files, not an fsync per file: each fsync ends in a flush of
   // the disk's write cache, and a snapshot round writes a file per changed partition (up to
   // 1,024); one syncfs writes back every file of the chunk and flushes once. Measured on a
-  // VM's virtio disk: 640 files of 3 KB, 142-174 ms of CPU with an fsync each, 34-73 ms with
-  // one syncfs (bench/RESULTS.md, "store"). Chunks bound the descriptors held open.
+  // VM's virtio disk (reflector_bench BM_snapshot_round): 512 files of 3 KB, 159 ms of CPU
+  // with an fsync each, 63 ms this way (bench/RESULTS.md, "store"). Chunks bound the
+  // descriptors held open.
   constexpr size_t chunk = 128;
   struct written {
     int fd;
