@@ -381,6 +381,58 @@ TEST(store, acks_arrive_only_after_the_synced_write) {
   EXPECT_FALSE(store->stats().failed.load());
 }
 
+// A checkpoint (the online backup's copy of the database, dataplane/backup.h) taken from
+// another thread while writes go on holds every write acknowledged before it, and opens as
+// a store of its own with its articles readable.
+TEST(store, a_checkpoint_under_writes_holds_everything_acknowledged_before_it) {
+  temp_dir d;
+  const std::string data = d.path + "/data", copy = d.path + "/copy";
+  {
+    auto shards = make_stand_ins(1);
+    auto store = open_store(data, ports_of(shards));
+    ASSERT_NE(store, nullptr);
+    crew c;
+    c.consume(*shards[0]);
+    store->start();
+    ASSERT_TRUE(wait_for([&] { return shards[0]->streamed_flag.load(); }));
+    std::vector<std::unique_ptr<test_write>> ws;
+    for (uint64_t i = 0; i < 300; ++i)
+      ws.push_back(shards[0]->make_write(i, "k" + std::to_string(i), "v" + std::to_string(i), 1));
+    push_all(*store, *shards[0], std::move(ws));
+    ASSERT_TRUE(wait_for([&] { return shards[0]->acked_ok.load() == 300; }));
+    // The checkpoint runs beside 300 more writes.
+    std::string err;
+    bool ok = false;
+    std::thread cp([&] { ok = store->checkpoint(copy, &err); });
+    ws.clear();
+    for (uint64_t i = 300; i < 600; ++i)
+      ws.push_back(shards[0]->make_write(i, "k" + std::to_string(i), "v" + std::to_string(i), 1));
+    push_all(*store, *shards[0], std::move(ws));
+    cp.join();
+    ASSERT_TRUE(ok) << err;
+    ASSERT_TRUE(wait_for([&] { return shards[0]->acked_ok.load() == 600; }));
+    // A second checkpoint into an existing directory is refused, not merged.
+    EXPECT_FALSE(store->checkpoint(copy, &err));
+    EXPECT_FALSE(err.empty());
+    store->stop();
+    c.finish();
+  }
+  auto shards = make_stand_ins(1);
+  auto store = open_store(copy, ports_of(shards));
+  ASSERT_NE(store, nullptr);
+  std::string v, err;
+  for (uint64_t i = 0; i < 300; ++i) {
+    ASSERT_TRUE(store->get(rt::kind::test, "k" + std::to_string(i), &v, &err)) << i << err;
+    EXPECT_EQ(v, "v" + std::to_string(i));
+  }
+  for (uint64_t seq = 1; seq <= 300; ++seq) {
+    rt::article_ref a = store->read_article(seq, &err);
+    ASSERT_TRUE(bool(a)) << seq << err;
+    EXPECT_EQ(a->seq(), seq);
+  }
+  EXPECT_GE(store->stats().next_seq.load(), 301u);
+}
+
 // Group commit: writes arriving while the last sync is younger than group_commit_us wait
 // for the rest of its window and go in one synced write. (The window is 2 s, so that 20
 // pushes 5 ms apart fall inside it on the busiest machine.)
@@ -465,7 +517,7 @@ uint64_t peak_memtable_bytes(uint64_t budget, uint64_t* acked, uint64_t* flushes
   c.consume(*shards[0]);
   store->start();
   EXPECT_TRUE(wait_for([&] { return shards[0]->streamed_flag.load(); }));
-  const std::string value(16 * 1024, 'v');
+  const std::string value(size_t{16} * 1024, 'v');
   uint64_t peak = 0;
   constexpr uint64_t n = 1536;  // 24 MiB of values
   for (uint64_t i = 0; i < n; ++i) {

@@ -16,6 +16,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <simdjson.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -36,6 +37,7 @@
 #include "feedplane/base/json.h"
 #include "feedplane/crawler/crawler.h"
 #include "feedplane/dataplane/auth.h"
+#include "feedplane/dataplane/backup.h"
 #include "feedplane/dataplane/component.h"
 #include "feedplane/dataplane/config.h"
 #include "feedplane/net/http_client.h"
@@ -439,6 +441,110 @@ void articles_route(net::request_context& ctx, net::http_response& r) {
   r.cache_control = "no-store";
 }
 
+// ---- /api/backups (admin): online backups (dataplane/backup.h) ----
+// POST starts one (body optional: {"name": "..."}) and answers 202 at once with its state
+// and a Location to poll: a backup of millions of subscriptions takes seconds, longer than
+// a deferred answer may wait. GET lists them; GET /api/backups/{name} is one.
+
+void backup_start_route(net::request_context& ctx, net::http_response& r) {
+  auto& c = ctx.context_as<shard_context>();
+  if (!require_admin(ctx, *c.cfg, r)) return;
+  std::string name;
+  const std::string_view body = ctx.padded_body();
+  if (body.find_first_not_of(" \t\r\n") != std::string_view::npos) {
+    simdjson::ondemand::parser parser;
+    simdjson::ondemand::document doc;
+    simdjson::ondemand::object obj;
+    simdjson::padded_string_view in(body.data(), body.size(), body.size() + net::body_padding);
+    if (parser.iterate(in).get(doc) || doc.get_object().get(obj)) {
+      net::set_json_error(r, 400, "bad_json",
+                          "expected a JSON object, e.g. {\"name\": \"nightly\"}");
+      return;
+    }
+    for (auto field : obj) {
+      std::string_view key, v;
+      if (field.unescaped_key().get(key)) {
+        net::set_json_error(r, 400, "bad_json", "unreadable key");
+        return;
+      }
+      if (key != "name") {
+        std::string msg = "unknown field ";
+        base::append_json_string(key, msg);
+        net::set_json_error(r, 400, "unknown_field", msg + " (fields: name)");
+        return;
+      }
+      if (field.value().get_string().get(v)) {
+        net::set_json_error(r, 400, "bad_value", "\"name\" must be a string");
+        return;
+      }
+      name = std::string(v);
+    }
+    if (const char* rest = nullptr; !doc.current_location().get(rest)) {
+      net::set_json_error(r, 400, "bad_json", "trailing content after the object");
+      return;
+    }
+  }
+  backup_info info;
+  std::string why;
+  switch (c.backups->start(std::move(name), &info, &why)) {
+    case backup_start::started:
+      r.status = 202;
+      r.storage = info.to_json();
+      r.storage += "\n";
+      r.body = r.storage;
+      r.content_type = "application/json";
+      r.cache_control = "no-store";
+      r.extra_headers = fmt::format("Location: /api/backups/{}\r\n", info.name);
+      return;
+    case backup_start::running:
+      net::set_json_error(r, 409, "backup_running", why);
+      return;
+    case backup_start::exists:
+      net::set_json_error(r, 409, "exists", why);
+      return;
+    case backup_start::bad_name:
+      net::set_json_error(r, 400, "invalid_name", why);
+      return;
+    case backup_start::bad_dir:
+      net::set_json_error(r, 500, "backup_dir", why);
+      return;
+  }
+}
+
+void backup_list_route(net::request_context& ctx, net::http_response& r) {
+  auto& c = ctx.context_as<shard_context>();
+  if (!require_admin(ctx, *c.cfg, r)) return;
+  std::string& out = r.storage;
+  out = "{\"backup_dir\": ";
+  base::append_json_string(c.backups->dir(), out);
+  out += ", \"backups\": [";
+  size_t n = 0;
+  for (const backup_info& b : c.backups->list()) {
+    out += n++ == 0 ? "\n" : ",\n";
+    out += b.to_json();
+  }
+  out += "\n]}\n";
+  r.body = out;
+  r.content_type = "application/json";
+  r.cache_control = "no-store";
+}
+
+void backup_get_route(net::request_context& ctx, net::http_response& r) {
+  auto& c = ctx.context_as<shard_context>();
+  if (!require_admin(ctx, *c.cfg, r)) return;
+  backup_info info;
+  if (!c.backups->find(ctx.param("name"), &info)) {
+    net::set_json_error(r, 404, "not_found",
+                        fmt::format("no backup {:?} in {}", ctx.param("name"), c.backups->dir()));
+    return;
+  }
+  r.storage = info.to_json();
+  r.storage += "\n";
+  r.body = r.storage;
+  r.content_type = "application/json";
+  r.cache_control = "no-store";
+}
+
 // ---- the shard thread ----
 
 // Tells main the shard's start-up ended: 1 running, -1 failed (its `error` set first).
@@ -450,7 +556,7 @@ void publish_state(shard_thread& s, int v) {
 }
 
 void run_shard(shard_thread& s, const config& cfg, const net::router& routes, runtime::mesh& m,
-               store::store& db, std::atomic<bool>& go) {
+               store::store& db, backup_manager& backups, std::atomic<bool>& go) {
   // Named for ps, top and the load harness's CPU per tier ("shard-0", ...; at most 15).
   pthread_setname_np(pthread_self(), fmt::format("shard-{}", s.index).c_str());
   if (s.cpu >= 0) {
@@ -483,6 +589,7 @@ void run_shard(shard_thread& s, const config& cfg, const net::router& routes, ru
     shard_context ctx;
     ctx.rt = &rt;
     ctx.db = &db;
+    ctx.backups = &backups;
     ctx.cfg = &cfg;
     ctx.requests_deferred = &rt.metrics().add_counter(
         "feedplane_http_deferred_total", "Requests answered later (by another shard or the store)");
@@ -676,6 +783,12 @@ int run_serve(const serve_flags& f) {
     fmt::print(stderr, "feedplane: store: {}\n", err);
     return 1;
   }
+  // Backups read the store and the lists' snapshots; the shards only start them.
+  backup_options bo;
+  bo.data_dir = cfg.server.data_dir;
+  bo.backup_dir =
+      cfg.server.backup_dir.empty() ? cfg.server.data_dir + "/backups" : cfg.server.backup_dir;
+  auto backups = std::make_unique<backup_manager>(*db, bo);
   mesh.set_store_notify([](void* d, bool api) { static_cast<store::store*>(d)->notify(api); },
                         db.get());
 
@@ -710,6 +823,9 @@ int run_serve(const serve_flags& f) {
   routes.add("GET", "/metrics", metrics_route);
   routes.add("GET", "/api/shards/{n}", shard_info_route);
   routes.add("GET", "/api/articles", articles_route);
+  routes.add("POST", "/api/backups", backup_start_route);
+  routes.add("GET", "/api/backups", backup_list_route);
+  routes.add("GET", "/api/backups/{name}", backup_get_route);
   statics.add_routes(routes, "/static/");
   for (const component_def* d : components()) d->add_routes(routes, cfg);
 
@@ -740,8 +856,9 @@ int run_serve(const serve_flags& f) {
   std::atomic<bool> go{false};
   for (auto& s : shards) {
     shard_thread* sp = s.get();
-    s->thread = std::thread(
-        [sp, &cfg, &routes, &mesh, &db, &go] { run_shard(*sp, cfg, routes, mesh, *db, go); });
+    s->thread = std::thread([sp, &cfg, &routes, &mesh, &db, &backups, &go] {
+      run_shard(*sp, cfg, routes, mesh, *db, *backups, go);
+    });
   }
   bool failed = false;
   for (auto& s : shards) {
@@ -774,6 +891,7 @@ int run_serve(const serve_flags& f) {
   }
   go.store(true, std::memory_order_release);  // a shard still waiting to start leaves at once
   for (auto& s : shards) s->thread.join();
+  backups.reset();  // waits for a backup still running (it reads the store)
   db->stop();
   db.reset();
   shards.clear();  // loops are destroyed here, after every thread is gone

@@ -140,6 +140,11 @@ const std::vector<option>& options() {
                   "shard threads, one per core; 0 = one per online core"),
       string_option("server.data_dir", &config::server, &S::data_dir, check_nonempty,
                     "directory for the store (created if missing)"),
+      string_option("server.backup_dir", &config::server, &S::backup_dir, nullptr,
+                    "where POST /api/backups (admin) makes backups, each a directory that "
+                    "`serve --data` starts from; empty: DATA_DIR/backups (on the data's file "
+                    "system the database's files are hard links: copy a backup elsewhere to "
+                    "survive the loss of the disk)"),
       uint_option("server.group_commit_us", &config::server, &S::group_commit_us, 0, 100'000,
                   "under a stream of writes the store syncs at most once per this many "
                   "microseconds, so one sync carries more of them; a write after a quiet "

@@ -9,6 +9,7 @@
 #include <rocksdb/listener.h>
 #include <rocksdb/memtablerep.h>
 #include <rocksdb/options.h>
+#include <rocksdb/utilities/checkpoint.h>
 #include <rocksdb/write_batch.h>
 
 #include <algorithm>
@@ -1101,6 +1102,18 @@ uint64_t store::article_file_bytes() const {
                                  rocksdb::DB::Properties::kTotalSstFilesSize, &v))
     return 0;
   return v;
+}
+
+bool store::checkpoint(const std::string& dir, std::string* error) const {
+  rocksdb::Checkpoint* raw = nullptr;
+  rocksdb::Status s = rocksdb::Checkpoint::Create(impl_->db.get(), &raw);
+  std::unique_ptr<rocksdb::Checkpoint> cp(raw);
+  // log_size_for_flush 0: the memtables are flushed first, so the copy needs no log replay
+  // beyond what was written during the flush (RocksDB copies that part of the log).
+  if (s.ok()) s = cp->CreateCheckpoint(dir, 0);
+  if (s.ok()) return true;
+  *error = s.ToString();
+  return false;
 }
 
 uint64_t store::queue_depth() const {

@@ -36,6 +36,7 @@ class store;
 namespace feedplane::dataplane {
 
 struct config;
+class backup_manager;
 
 // Slots of the components, in creation order.
 enum class component_id : uint8_t { crawler = 0, reflector = 1, count = 2 };
@@ -67,6 +68,7 @@ struct shard_services {
   net::http_server* srv = nullptr;
   net::http_client* client = nullptr;  // the crawler's HTTP client
   store::store* db = nullptr;
+  backup_manager* backups = nullptr;  // POST/GET /api/backups (admin); any thread
   const config* cfg = nullptr;
   runtime::counter* requests_deferred = nullptr;
   std::array<component*, size_t(component_id::count)> parts{};

@@ -17,6 +17,7 @@ struct server_config {
   std::string listen = "127.0.0.1:8080";
   uint32_t shards = 0;  // 0 = one per online core
   std::string data_dir = "./feedplane-data";
+  std::string backup_dir;  // POST /api/backups puts backups here; empty: data_dir + "/backups"
   // The store syncs at most once per this many microseconds while writes keep coming:
   // one that arrives while the last sync is young waits for the rest (0: never waits).
   uint32_t group_commit_us = 2000;

@@ -235,6 +235,14 @@ class store {
   // Raw record of the article with sequence seq (as article::record()).
   bool read_article_record(uint64_t seq, std::string* record, std::string* error) const;
 
+  // A consistent copy of the database in dir (which must not exist; its parent must), from
+  // any thread but a shard's: it blocks while RocksDB flushes the memtables and links (same
+  // file system) or copies the files, tens of ms to seconds. Every write acknowledged
+  // before the call is in it; the store thread goes on committing meanwhile. The copy
+  // opens as a store of its own (open() with dir). False with *error on failure (a partial
+  // dir may be left; the caller removes it).
+  bool checkpoint(const std::string& dir, std::string* error) const;
+
  private:
   struct impl;
   explicit store(std::unique_ptr<impl> p);
