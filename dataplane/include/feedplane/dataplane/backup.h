@@ -4,9 +4,10 @@
 // A backup is a directory laid out as a data directory (db/, lists/, public/, and
 // BACKUP.json describing it): `feedplane serve --data COPY` starts from a copy of it. It is
 // made on a thread of its own while the shards and the store go on:
-//   1. the latest list snapshots and word counts (lists/) and the static files (public/)
-//      are copied, each file as a whole (the snapshot writers replace files by rename, so a
-//      copy is one complete snapshot);
+//   1. the latest list snapshots and word counts (lists/) are hard-linked (copied on
+//      another file system) and the static files (public/) copied: the snapshot writers
+//      replace a file by a rename, never rewrite it, so a link holds one complete snapshot
+//      for good;
 //   2. then the database is checkpointed (store::checkpoint): every article and record up
 //      to that moment, so the copied snapshots' articles and everything after them are in
 //      it, and a start from the backup replays the log's tail behind each snapshot exactly
@@ -14,9 +15,10 @@
 //   3. every file and directory is made durable (one syncfs, each directory fsynced), and
 //      the directory, built as ".NAME.tmp", is renamed to NAME: a crash leaves a complete
 //      backup or none (a stale ".NAME.tmp" is removed at the next start).
-// On the same file system as the data directory the database's files are hard links
-// (RocksDB never rewrites a file in place), so a backup costs the lists' bytes and little
-// else; copy it to another disk or host to survive the loss of this one.
+// On the same file system as the data directory the database's and the lists' files are
+// hard links (neither is rewritten in place), so a backup costs little disk until the data
+// moves on (each file it still holds then stays); copy it to another disk or host to
+// survive the loss of this one.
 #pragma once
 
 #include <cstdint>
@@ -34,8 +36,12 @@ namespace feedplane::dataplane {
 struct backup_options {
   std::string data_dir;
   std::string backup_dir;  // created when the first backup is made
-  // Subdirectories of data_dir copied as they are, in this order, before the checkpoint.
-  std::vector<std::string> copy = {"lists", "public"};
+  // Subdirectories of data_dir taken before the checkpoint. `link`: files only ever
+  // replaced by a rename (the list snapshots and word counts: write_files_durably), so
+  // hard-linked where the file system allows, else copied. `copy`: copied (static files an
+  // operator may edit in place).
+  std::vector<std::string> link = {"lists"};
+  std::vector<std::string> copy = {"public"};
 };
 
 struct backup_info {
