@@ -370,11 +370,12 @@ bool backup_manager::find(std::string_view name, backup_info* info) const {
   if (!valid_name(name)) return false;
   {
     std::lock_guard<std::mutex> g(impl_->mu);
-    if (impl_->last.name == name) {
+    if (impl_->last.name == name && impl_->last.state != "complete") {
       *info = impl_->last;
       return true;
     }
   }
+  // A complete one is read from its directory, so one removed since is gone.
   return read_manifest(fs::path(impl_->opt.backup_dir) / std::string(name), info);
 }
 
@@ -390,10 +391,11 @@ std::vector<backup_info> backup_manager::list() const {
        it.increment(ec)) {
     backup_info b;
     const std::string n = it->path().filename().string();
-    if (valid_name(n) && n != last.name && read_manifest(it->path(), &b))
+    if (valid_name(n) && (n != last.name || last.state == "complete") &&
+        read_manifest(it->path(), &b))
       out.push_back(std::move(b));
   }
-  if (!last.name.empty()) out.push_back(std::move(last));
+  if (!last.name.empty() && last.state != "complete") out.push_back(std::move(last));
   std::sort(out.begin(), out.end(),
             [](const backup_info& a, const backup_info& b) { return a.name < b.name; });
   return out;

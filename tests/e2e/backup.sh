@@ -167,6 +167,15 @@ if phase == "before":
     names = [x["name"] for x in json.loads(body)["backups"]]
     if code != 200 or "b1" not in names or auto["name"] not in names:
         fail(f"GET /api/backups: {code} {body!r}")
+    # An operator removes one: it is gone from the API too.
+    import shutil
+    shutil.rmtree(auto["path"])
+    code, body, _ = req("GET", "/api/backups/" + auto["name"], token=admin)
+    if code != 404:
+        fail(f"a removed backup still answers: {code} {body!r}")
+    code, body, _ = req("GET", "/api/backups", token=admin)
+    if auto["name"] in [x["name"] for x in json.loads(body)["backups"]]:
+        fail(f"a removed backup is still listed: {body!r}")
     # After the backup: subscriptions the backup must not hold.
     after = {}
     for q in ["school", "years", "music OR film"]:
@@ -241,5 +250,15 @@ if [ -e "$tmp/data/backups/killed" ]; then
 else
   echo "the backup killed at once left nothing"
 fi
+stop
+
+# A backup directory that cannot be made: 500 with the reason, and serve goes on.
+: >"$tmp/afile"
+printf '[server]\nbackup_dir = "%s/afile/backups"\n' "$tmp" >>"$tmp/feedplane.toml"
+start "$tmp/data" 2
+code=$(curl -s -o "$tmp/e.json" -w '%{http_code}' -H "Authorization: Bearer $admin" -X POST \
+  "$base/api/backups")
+[ "$code" = 500 ] && grep -q '"backup_dir"' "$tmp/e.json" || fail "unusable backup_dir: $code $(cat "$tmp/e.json")"
+[ "$(curl -s -o /dev/null -w '%{http_code}' "$base/healthz")" = 200 ] || fail "serve unhealthy after a refused backup"
 stop
 echo "backup: all checks passed"
