@@ -40,6 +40,7 @@
 #include "feedplane/dataplane/backup.h"
 #include "feedplane/dataplane/component.h"
 #include "feedplane/dataplane/config.h"
+#include "feedplane/dataplane/json_body.h"
 #include "feedplane/net/http_client.h"
 #include "feedplane/net/http_server.h"
 #include "feedplane/net/http_static.h"
@@ -446,6 +447,13 @@ void articles_route(net::request_context& ctx, net::http_response& r) {
 // and a Location to poll: a backup of millions of subscriptions takes seconds, longer than
 // a deferred answer may wait. GET lists them; GET /api/backups/{name} is one.
 
+// A JSON answer from r.storage (which holds the body), never cached.
+void answer_json(net::http_response& r) {
+  r.body = r.storage;
+  r.content_type = "application/json";
+  r.cache_control = "no-store";
+}
+
 void backup_start_route(net::request_context& ctx, net::http_response& r) {
   auto& c = ctx.context_as<shard_context>();
   if (!require_admin(ctx, *c.cfg, r)) return;
@@ -453,36 +461,24 @@ void backup_start_route(net::request_context& ctx, net::http_response& r) {
   const std::string_view body = ctx.padded_body();
   if (body.find_first_not_of(" \t\r\n") != std::string_view::npos) {
     simdjson::ondemand::parser parser;
-    simdjson::ondemand::document doc;
-    simdjson::ondemand::object obj;
-    simdjson::padded_string_view in(body.data(), body.size(), body.size() + net::body_padding);
-    if (parser.iterate(in).get(doc) || doc.get_object().get(obj)) {
-      net::set_json_error(r, 400, "bad_json",
-                          "expected a JSON object, e.g. {\"name\": \"nightly\"}");
-      return;
-    }
-    for (auto field : obj) {
-      std::string_view key, v;
-      if (field.unescaped_key().get(key)) {
-        net::set_json_error(r, 400, "bad_json", "unreadable key");
-        return;
-      }
-      if (key != "name") {
-        std::string msg = "unknown field ";
-        base::append_json_string(key, msg);
-        net::set_json_error(r, 400, "unknown_field", msg + " (fields: name)");
-        return;
-      }
-      if (field.value().get_string().get(v)) {
-        net::set_json_error(r, 400, "bad_value", "\"name\" must be a string");
-        return;
-      }
-      name = std::string(v);
-    }
-    if (const char* rest = nullptr; !doc.current_location().get(rest)) {
-      net::set_json_error(r, 400, "bad_json", "trailing content after the object");
-      return;
-    }
+    const bool ok =
+        read_json_object(parser, body, r, "a JSON object, e.g. {\"name\": \"nightly\"}",
+                         [&](std::string_view key, simdjson::ondemand::value v) {
+                           std::string_view s;
+                           if (key != "name") {
+                             std::string msg = "unknown field ";
+                             base::append_json_string(key, msg);
+                             net::set_json_error(r, 400, "unknown_field", msg + " (fields: name)");
+                             return false;
+                           }
+                           if (v.get_string().get(s)) {
+                             net::set_json_error(r, 400, "bad_value", "\"name\" must be a string");
+                             return false;
+                           }
+                           name = std::string(s);
+                           return true;
+                         });
+    if (!ok) return;
   }
   backup_info info;
   std::string why;
@@ -491,9 +487,7 @@ void backup_start_route(net::request_context& ctx, net::http_response& r) {
       r.status = 202;
       r.storage = info.to_json();
       r.storage += "\n";
-      r.body = r.storage;
-      r.content_type = "application/json";
-      r.cache_control = "no-store";
+      answer_json(r);
       r.extra_headers = fmt::format("Location: /api/backups/{}\r\n", info.name);
       return;
     case backup_start::running:
@@ -524,9 +518,7 @@ void backup_list_route(net::request_context& ctx, net::http_response& r) {
     out += b.to_json();
   }
   out += "\n]}\n";
-  r.body = out;
-  r.content_type = "application/json";
-  r.cache_control = "no-store";
+  answer_json(r);
 }
 
 void backup_get_route(net::request_context& ctx, net::http_response& r) {
@@ -540,9 +532,7 @@ void backup_get_route(net::request_context& ctx, net::http_response& r) {
   }
   r.storage = info.to_json();
   r.storage += "\n";
-  r.body = r.storage;
-  r.content_type = "application/json";
-  r.cache_control = "no-store";
+  answer_json(r);
 }
 
 // ---- the shard thread ----

@@ -42,6 +42,7 @@
 #include "feedplane/dataplane/auth.h"
 #include "feedplane/dataplane/config.h"
 #include "feedplane/dataplane/file.h"
+#include "feedplane/dataplane/json_body.h"
 #include "feedplane/feed/text.h"
 #include "feedplane/matcher/index.h"
 #include "feedplane/matcher/query.h"
@@ -2914,46 +2915,31 @@ void reflector::match_time(net::request_context& ctx, net::http_response& r) {
   if (!ready(r)) return;
   std::string title, text;
   uint64_t repeat = 20;
-  {
-    const std::string_view json = ctx.padded_body();
-    simdjson::ondemand::document doc;
-    simdjson::padded_string_view in(json.data(), json.size(),
-                                    json.size() + simdjson::SIMDJSON_PADDING);
-    simdjson::ondemand::object obj;
-    if (json_.iterate(in).get(doc) || doc.get_object().get(obj)) {
-      net::set_json_error(r, 400, "bad_json", "expected a JSON object");
-      return;
-    }
-    for (auto field : obj) {
-      std::string_view key, v;
-      if (field.unescaped_key().get(key)) {
-        net::set_json_error(r, 400, "bad_json", "unreadable key");
-        return;
-      }
-      auto value = field.value();
-      if (key == "title" || key == "text") {
-        if (value.get_string().get(v)) {
-          net::set_json_error(r, 400, "bad_value", fmt::format("\"{}\" must be a string", key));
-          return;
+  const bool ok = dataplane::read_json_object(
+      json_, ctx.padded_body(), r, "a JSON object",
+      [&](std::string_view key, simdjson::ondemand::value value) {
+        std::string_view v;
+        if (key == "title" || key == "text") {
+          if (value.get_string().get(v)) {
+            net::set_json_error(r, 400, "bad_value", fmt::format("\"{}\" must be a string", key));
+            return false;
+          }
+          (key == "title" ? title : text) = std::string(v);
+        } else if (key == "repeat") {
+          if (value.get_uint64().get(repeat) || repeat < 1 || repeat > 1000) {
+            net::set_json_error(r, 400, "bad_value",
+                                "\"repeat\" must be an integer from 1 to 1000");
+            return false;
+          }
+        } else {
+          std::string msg = "unknown field ";
+          base::append_json_string(key, msg);
+          net::set_json_error(r, 400, "unknown_field", msg + " (fields: title, text, repeat)");
+          return false;
         }
-        (key == "title" ? title : text) = std::string(v);
-      } else if (key == "repeat") {
-        if (value.get_uint64().get(repeat) || repeat < 1 || repeat > 1000) {
-          net::set_json_error(r, 400, "bad_value", "\"repeat\" must be an integer from 1 to 1000");
-          return;
-        }
-      } else {
-        std::string msg = "unknown field ";
-        base::append_json_string(key, msg);
-        net::set_json_error(r, 400, "unknown_field", msg + " (fields: title, text, repeat)");
-        return;
-      }
-    }
-    if (const char* rest = nullptr; !doc.current_location().get(rest)) {
-      net::set_json_error(r, 400, "bad_json", "trailing content after the object");
-      return;
-    }
-  }
+        return true;
+      });
+  if (!ok) return;
   const uint32_t n = s_.rt->count();
   if (!every_shard_can_take(r)) return;
   // Read-only once made: every shard matches the same tokens (the ring's hand-off orders
