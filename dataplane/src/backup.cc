@@ -181,6 +181,7 @@ struct backup_manager::impl {
   backup_info last;       // the running or last backup of this process (name empty: none)
   bool running = false;
   std::thread thread;
+  counts done;  // completed, failed, the last complete one's times
 
   void run(backup_info b);
   // phase_ms: the copy of the snapshots, the checkpoint, and the syncs and rename.
@@ -205,6 +206,13 @@ backup_manager::backup_manager(store::store& db, backup_options opt)
       fs::remove_all(it->path(), rm);
       fmt::print(stderr, "feedplane: backup: removed {}, left by a backup that did not end\n",
                  it->path().string());
+    }
+  }
+  // The newest complete backup on disk, so the age an operator alerts on survives restarts.
+  for (const backup_info& b : list()) {
+    if (b.state == "complete" && b.finished_ms > impl_->done.last_complete_ms) {
+      impl_->done.last_complete_ms = b.finished_ms;
+      impl_->done.last_duration_ms = b.finished_ms - b.started_ms;
     }
   }
 }
@@ -280,8 +288,22 @@ void backup_manager::impl::run(backup_info b) {
     fmt::print(stderr, "feedplane: backup {:?} failed: {}\n", b.name, why);
   }
   std::lock_guard<std::mutex> g(mu);
+  if (ok) {
+    ++done.completed;
+    done.last_complete_ms = b.finished_ms;
+    done.last_duration_ms = b.finished_ms - b.started_ms;
+  } else {
+    ++done.failed;
+  }
   last = std::move(b);
   running = false;
+}
+
+backup_manager::counts backup_manager::stats() const {
+  std::lock_guard<std::mutex> g(impl_->mu);
+  counts c = impl_->done;
+  c.running = impl_->running;
+  return c;
 }
 
 bool backup_manager::impl::make(backup_info& b, const fs::path& tmp, int64_t phase_ms[3],

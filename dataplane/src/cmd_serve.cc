@@ -31,6 +31,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "commands.h"
@@ -209,6 +210,22 @@ void finish_scrape(shard_context& c, scrape_state& st) {
   add("feedplane_articles_alive_bytes", "Bytes of frozen articles alive in the process",
       double(runtime::article::alive_bytes()));
   add("feedplane_shards", "Shards in this process", double(c.rt->count()));
+  const backup_manager::counts b = c.backups->stats();
+  add("feedplane_backup_running", "1 while an online backup (POST /api/backups) runs",
+      b.running ? 1 : 0);
+  add("feedplane_backup_last_complete_timestamp_seconds",
+      "When the last backup of this process completed (0: none yet; alert on its age)",
+      double(b.last_complete_ms) / 1000);
+  add("feedplane_backup_last_duration_seconds", "How long the last complete backup took",
+      double(b.last_duration_ms) / 1000);
+  for (const auto& [name, help, v] :
+       {std::tuple{"feedplane_backups_completed_total", "Backups this process completed",
+                   b.completed},
+        std::tuple{"feedplane_backups_failed_total", "Backups this process failed (see the log)",
+                   b.failed}}) {
+    add(name, help, double(v));
+    st.samples.back().type = runtime::metric_type::counter;
+  }
   net::http_response r;
   r.storage = runtime::render_prometheus(st.samples);
   r.body = r.storage;

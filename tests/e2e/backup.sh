@@ -163,6 +163,19 @@ if phase == "before":
     auto = wait_backup(json.loads(body)["name"])
     if not auto["name"].startswith("backup-") or auto["state"] != "complete":
         fail(f"unnamed backup: {auto}")
+    # /metrics counts both, and names when the last one completed.
+    code, body, _ = req("GET", "/metrics")
+    m = {}
+    for line in body.decode().splitlines():
+        if line.startswith("feedplane_backup"):
+            k, v = line.split(" ", 1)
+            m[k] = float(v)
+    if (m.get("feedplane_backups_completed_total") != 2 or
+            m.get("feedplane_backups_failed_total") != 0 or
+            m.get("feedplane_backup_running") != 0 or
+            m.get("feedplane_backup_last_complete_timestamp_seconds", 0) * 1000 <
+            auto["finished_ms"] - 1):
+        fail(f"/metrics on backups: {m}")
     code, body, _ = req("GET", "/api/backups", token=admin)
     names = [x["name"] for x in json.loads(body)["backups"]]
     if code != 200 or "b1" not in names or auto["name"] not in names:
@@ -182,7 +195,7 @@ if phase == "before":
         sid, feed = subscribe(secret, q)
         after[sid] = feed
     json.dump({"secret": secret, "subs": subs, "seen": seen, "after": after,
-               "path": b["path"]}, open(state, "w"))
+               "path": b["path"], "finished_ms": b["finished_ms"]}, open(state, "w"))
     print(f"backup b1: {b['files']} files, {b['bytes']} bytes, articles through "
           f"{b['articles_through']}; {sum(len(v) for v in seen.values())} items seen in "
           f"{len(subs)} feeds")
@@ -208,6 +221,16 @@ else:
             fail(f"restored: {sid}, created after the backup, is there: {code}")
         if phase == "original" and (code != 200 or sid not in listed):
             fail(f"original: {sid}, created after the backup, is lost: {code}")
+    if phase == "original":
+        # A restart keeps the newest complete backup's time on /metrics (b1: the other was
+        # removed), and counts none made by this process.
+        code, body, _ = req("GET", "/metrics")
+        m = {l.split(" ")[0]: float(l.split(" ")[1]) for l in body.decode().splitlines()
+             if l.startswith("feedplane_backup")}
+        if (m.get("feedplane_backups_completed_total") != 0 or
+                abs(m.get("feedplane_backup_last_complete_timestamp_seconds", 0) * 1000 -
+                    st["finished_ms"]) > 1):
+            fail(f"original: /metrics on backups after a restart: {m}, b1 at {st['finished_ms']}")
     if not set(st["subs"]) <= listed:
         fail(f"{phase}: subscriptions missing from the list: {set(st['subs']) - listed}")
     print(f"{phase}: {len(st['subs'])} subscriptions and their seen items served")

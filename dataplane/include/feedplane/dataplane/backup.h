@@ -78,6 +78,18 @@ class backup_manager {
   std::vector<backup_info> list() const;
   const std::string& dir() const;
 
+  // For /metrics: backups this process completed and failed, whether one runs, and the
+  // newest complete one's end and duration, this process's or one found on disk at start
+  // (0: none). Any thread.
+  struct counts {
+    uint64_t completed = 0;
+    uint64_t failed = 0;
+    bool running = false;
+    int64_t last_complete_ms = 0;
+    int64_t last_duration_ms = 0;
+  };
+  counts stats() const;
+
   // 1-64 of [A-Za-z0-9._-], not starting with '.' or '-'.
   static bool valid_name(std::string_view name);
 
