@@ -181,7 +181,7 @@ struct backup_manager::impl {
   backup_info last;       // the running or last backup of this process (name empty: none)
   bool running = false;
   std::thread thread;
-  counts done;  // completed, failed, the last complete one's times
+  counts done;  // completed, failed, the newest complete one's times (running: unused)
 
   void run(backup_info b);
   // phase_ms: the copy of the snapshots, the checkpoint, and the syncs and rename.

@@ -214,9 +214,10 @@ void finish_scrape(shard_context& c, scrape_state& st) {
   add("feedplane_backup_running", "1 while an online backup (POST /api/backups) runs",
       b.running ? 1 : 0);
   add("feedplane_backup_last_complete_timestamp_seconds",
-      "When the last backup of this process completed (0: none yet; alert on its age)",
+      "When the newest complete backup in backup_dir completed, this process's or an "
+      "earlier one's (0: none; alert on its age)",
       double(b.last_complete_ms) / 1000);
-  add("feedplane_backup_last_duration_seconds", "How long the last complete backup took",
+  add("feedplane_backup_last_duration_seconds", "How long that backup took",
       double(b.last_duration_ms) / 1000);
   for (const auto& [name, help, v] :
        {std::tuple{"feedplane_backups_completed_total", "Backups this process completed",
