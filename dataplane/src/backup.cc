@@ -177,11 +177,18 @@ struct backup_manager::impl {
   impl(store::store& d, backup_options o) : db(d), opt(std::move(o)) {}
   store::store& db;
   backup_options opt;
-  mutable std::mutex mu;  // guards last, running and thread
+  mutable std::mutex mu;  // guards everything below
   backup_info last;       // the running or last backup of this process (name empty: none)
   bool running = false;
   std::thread thread;
-  counts done;  // completed, failed, the newest complete one's times (running: unused)
+  uint64_t completed = 0, failed = 0;                     // by this process
+  int64_t newest_started_ms = 0, newest_finished_ms = 0;  // the newest complete backup
+
+  void saw_complete(const backup_info& b) {
+    if (b.finished_ms <= newest_finished_ms) return;
+    newest_started_ms = b.started_ms;
+    newest_finished_ms = b.finished_ms;
+  }
 
   void run(backup_info b);
   // phase_ms: the copy of the snapshots, the checkpoint, and the syncs and rename.
@@ -210,10 +217,7 @@ backup_manager::backup_manager(store::store& db, backup_options opt)
   }
   // The newest complete backup on disk, so the age an operator alerts on survives restarts.
   for (const backup_info& b : list()) {
-    if (b.state == "complete" && b.finished_ms > impl_->done.last_complete_ms) {
-      impl_->done.last_complete_ms = b.finished_ms;
-      impl_->done.last_duration_ms = b.finished_ms - b.started_ms;
-    }
+    if (b.state == "complete") impl_->saw_complete(b);
   }
 }
 
@@ -289,11 +293,10 @@ void backup_manager::impl::run(backup_info b) {
   }
   std::lock_guard<std::mutex> g(mu);
   if (ok) {
-    ++done.completed;
-    done.last_complete_ms = b.finished_ms;
-    done.last_duration_ms = b.finished_ms - b.started_ms;
+    ++completed;
+    saw_complete(b);
   } else {
-    ++done.failed;
+    ++failed;
   }
   last = std::move(b);
   running = false;
@@ -301,9 +304,8 @@ void backup_manager::impl::run(backup_info b) {
 
 backup_manager::counts backup_manager::stats() const {
   std::lock_guard<std::mutex> g(impl_->mu);
-  counts c = impl_->done;
-  c.running = impl_->running;
-  return c;
+  return {impl_->completed, impl_->failed, impl_->running, impl_->newest_finished_ms,
+          impl_->newest_finished_ms - impl_->newest_started_ms};
 }
 
 bool backup_manager::impl::make(backup_info& b, const fs::path& tmp, int64_t phase_ms[3],

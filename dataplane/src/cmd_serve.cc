@@ -31,7 +31,6 @@
 #include <memory>
 #include <string>
 #include <thread>
-#include <tuple>
 #include <vector>
 
 #include "commands.h"
@@ -197,11 +196,12 @@ void store_samples(const store::store& db, std::vector<runtime::metric_sample>& 
 
 void finish_scrape(shard_context& c, scrape_state& st) {
   store_samples(*c.db, st.samples);
-  auto add = [&](const char* name, const char* help, double v) {
+  auto add = [&](const char* name, const char* help, double v,
+                 runtime::metric_type type = runtime::metric_type::gauge) {
     runtime::metric_sample s;
     s.name = name;
     s.help = help;
-    s.type = runtime::metric_type::gauge;
+    s.type = type;
     s.value = v;
     st.samples.push_back(std::move(s));
   };
@@ -219,14 +219,10 @@ void finish_scrape(shard_context& c, scrape_state& st) {
       double(b.last_complete_ms) / 1000);
   add("feedplane_backup_last_duration_seconds", "How long that backup took",
       double(b.last_duration_ms) / 1000);
-  for (const auto& [name, help, v] :
-       {std::tuple{"feedplane_backups_completed_total", "Backups this process completed",
-                   b.completed},
-        std::tuple{"feedplane_backups_failed_total", "Backups this process failed (see the log)",
-                   b.failed}}) {
-    add(name, help, double(v));
-    st.samples.back().type = runtime::metric_type::counter;
-  }
+  add("feedplane_backups_completed_total", "Backups this process completed", double(b.completed),
+      runtime::metric_type::counter);
+  add("feedplane_backups_failed_total", "Backups this process failed (see the log)",
+      double(b.failed), runtime::metric_type::counter);
   net::http_response r;
   r.storage = runtime::render_prometheus(st.samples);
   r.body = r.storage;

@@ -22,7 +22,16 @@ cleanup() {
   rm -rf "$tmp"
 }
 trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; [ -f "$tmp/serve.log" ] && tail -20 "$tmp/serve.log" >&2; exit 1; }
+# A sanitizer's report is printed whole (its two stacks), anything else the log's tail.
+fail() {
+  echo "FAIL: $*" >&2
+  if grep -q 'WARNING: ThreadSanitizer' "$tmp/serve.log" 2>/dev/null; then
+    sed -n '/WARNING: ThreadSanitizer/,$p' "$tmp/serve.log" >&2
+  elif [ -f "$tmp/serve.log" ]; then
+    tail -20 "$tmp/serve.log" >&2
+  fi
+  exit 1
+}
 url_from() {
   for _ in $(seq 100); do
     u=$(grep -o 'http://127.0.0.1:[0-9]*' "$1" 2>/dev/null | head -1 || true)
@@ -102,6 +111,12 @@ def wait_backup(name):
             return b
         time.sleep(0.05)
     fail(f"backup {name} still running after 30 s")
+def backup_metrics():
+    code, body, _ = req("GET", "/metrics")
+    if code != 200:
+        fail(f"GET /metrics: {code}")
+    return {l.split(" ")[0]: float(l.split(" ")[1]) for l in body.decode().splitlines()
+            if l.startswith("feedplane_backup")}
 
 if phase == "before":
     code, body, _ = req("POST", "/api/accounts")
@@ -164,12 +179,7 @@ if phase == "before":
     if not auto["name"].startswith("backup-") or auto["state"] != "complete":
         fail(f"unnamed backup: {auto}")
     # /metrics counts both, and names when the last one completed.
-    code, body, _ = req("GET", "/metrics")
-    m = {}
-    for line in body.decode().splitlines():
-        if line.startswith("feedplane_backup"):
-            k, v = line.split(" ", 1)
-            m[k] = float(v)
+    m = backup_metrics()
     if (m.get("feedplane_backups_completed_total") != 2 or
             m.get("feedplane_backups_failed_total") != 0 or
             m.get("feedplane_backup_running") != 0 or
@@ -224,9 +234,7 @@ else:
     if phase == "original":
         # A restart keeps the newest complete backup's time on /metrics (b1: the other was
         # removed), and counts none made by this process.
-        code, body, _ = req("GET", "/metrics")
-        m = {l.split(" ")[0]: float(l.split(" ")[1]) for l in body.decode().splitlines()
-             if l.startswith("feedplane_backup")}
+        m = backup_metrics()
         if (m.get("feedplane_backups_completed_total") != 0 or
                 abs(m.get("feedplane_backup_last_complete_timestamp_seconds", 0) * 1000 -
                     st["finished_ms"]) > 1):
