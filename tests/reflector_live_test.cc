@@ -488,9 +488,9 @@ TEST(reflector_live, source_scoped_subscriptions_receive_only_their_sources_arti
   EXPECT_EQ(f.seqs, (std::vector<uint64_t>{s1 + 3, s1})) << "backfilled from the recent window";
 }
 
-// POST /api/match-time (admin): every shard matches the probe against what it holds and
-// answers its subscriptions and how many matched; bad bodies and a missing token are
-// refused.
+// POST /api/match-time (admin): every shard matches the probe, or a pool of probes in
+// turn, against what it holds and answers its subscriptions and how many matched; bad
+// bodies and a missing token are refused.
 TEST(reflector_live, match_time_probes_every_shard) {
   live_server srv(2);
   const int port = srv.port();
@@ -522,6 +522,36 @@ TEST(reflector_live, match_time_probes_every_shard) {
   EXPECT_EQ(request(port, "POST", "/api/match-time", "{\"repeat\": 0}", admin).status, 400);
   EXPECT_EQ(request(port, "POST", "/api/match-time", "{\"other\": 1}", admin).status, 400);
   EXPECT_EQ(request(port, "POST", "/api/match-time", "[1", admin).status, 400);
+  // A pool matched in turn: the answer names it, its default passes fill 1,000 matches, and
+  // "matched" is the last article's (all 40 subscriptions; the first article matches 20).
+  r = request(port, "POST", "/api/match-time",
+              "{\"articles\": [{\"title\": \"Rust\", \"text\": \"rust news\"}, "
+              "{\"title\": \"Go\", \"text\": \"golang, tokio and rust\"}]}",
+              admin);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_NE(r.body.find("\"articles\": 2, \"repeat\": 500"), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find("\"mean_us\": "), std::string::npos) << r.body;
+  matched = 0;
+  for (size_t at = 0; (at = r.body.find("\"matched\": ", at)) != std::string::npos;) {
+    at += 11;
+    matched += std::stoull(r.body.substr(at));
+  }
+  EXPECT_EQ(matched, 40u) << r.body;
+  const auto refused = [&](const std::string& body, std::string_view why) {
+    const auto got = request(port, "POST", "/api/match-time", body, admin);
+    EXPECT_EQ(got.status, 400) << body;
+    EXPECT_NE(got.body.find(why), std::string::npos) << got.body;
+  };
+  refused("{\"text\": \"x\", \"articles\": [{\"text\": \"y\"}]}", "either");
+  refused("{\"articles\": []}", "either");
+  refused("{\"articles\": [1]}", "array of");
+  refused("{\"articles\": [{\"text\": \"y\", \"link\": \"z\"}]}", "nothing else");
+  refused("{\"articles\": [{\"text\": 3}]}", "nothing else");
+  refused("{\"articles\": [{\"text\": \"a\"}, {\"text\": \"b\"}], \"repeat\": 501}",
+          "at most 1000 matches");
+  std::string many = "{\"articles\": [";
+  for (int i = 0; i < 257; ++i) many += i == 0 ? "{\"text\": \"a\"}" : ", {\"text\": \"a\"}";
+  refused(many + "], \"repeat\": 1}", "at most 256");
 }
 
 // GET /api/match-stats (admin): exact quantiles over the live articles each shard matched,
