@@ -17,8 +17,10 @@
 //   POST   /api/subscriptions/{id}:rotate  Bearer SECRET; a new feed token (old one 404)
 //   POST   /api/subscriptions:bulk       admin token; JSON Lines in and out
 //   POST   /api/preview                  Bearer SECRET; {"query", "k"?} -> recent matches
-//   POST   /api/match-time               admin token; {"title"?, "text"?, "repeat"?} -> each
-//                                        shard's subscriptions and median match time
+//   POST   /api/match-time               admin token; {"title"?, "text"?, "repeat"?} or
+//                                        {"articles": [{"title", "text"}...], "repeat"?} ->
+//                                        each shard's subscriptions and median, mean and
+//                                        fastest match time
 //   GET    /api/match-stats              admin token; ?min_words=&max_words= -> exact p50,
 //                                        p90, p99, p99.9 of the shards' last 65,536 live
 //                                        articles' match times (index alone in wall and
