@@ -102,8 +102,9 @@ bool OnReport(const ReportDesc* rep, bool suppressed) {
                               trace, max_frames) == 0)
       return false;
     size_t n = 0;
-    bool ours = false;
-    for (; n < max_frames && trace[n] != nullptr; ++n) ours = ours || is_project_frame(trace[n]);
+    while (n < max_frames && trace[n] != nullptr) ++n;
+    bool ours = false;  // symbolizing stops at the first frame of ours
+    for (size_t k = 0; k < n && !ours; ++k) ours = is_project_frame(trace[k]);
     if (n > 0 && n < max_frames && !ours) {
       say_not_counted(trace[0]);
       return true;

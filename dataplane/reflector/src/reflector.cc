@@ -30,6 +30,7 @@
 #include <iterator>
 #include <memory>
 #include <mutex>
+#include <numeric>
 #include <optional>
 #include <string>
 #include <thread>
@@ -3021,7 +3022,6 @@ void reflector::match_time(net::request_context& ctx, net::http_response& r) {
         [arts, repeat](reflector& o, const call_ptr& cp) {
           std::vector<double> us;
           us.reserve(repeat * arts->size());
-          double sum = 0;
           for (uint64_t i = 0; i < repeat; ++i) {
             for (const matcher::article& a : *arts) {
               const auto t0 = std::chrono::steady_clock::now();
@@ -3029,11 +3029,11 @@ void reflector::match_time(net::request_context& ctx, net::http_response& r) {
               us.push_back(
                   std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
                       .count());
-              sum += us.back();
             }
           }
           const size_t matched = o.result_.ids().size();  // the last article's
-          const double mean = sum / static_cast<double>(us.size());
+          const double mean =
+              std::accumulate(us.begin(), us.end(), 0.0) / static_cast<double>(us.size());
           std::sort(us.begin(), us.end());
           cp->status = 200;
           cp->body = fmt::format(
